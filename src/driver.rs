@@ -1,0 +1,193 @@
+//! The driver: the one tokio task that reads the clock, turns the wheels and
+//! wakes what expired, outside the locks.
+//!
+//! It holds the timer only through a `Weak`, and sleeps until the next tick
+//! that has work: never on empty ticks, and not at all while nothing is
+//! pending. An insert earlier than its planned wake-up notifies it (see
+//! [`Shared::note_deadline`]).
+//!
+//! # Why no wake-up is lost
+//!
+//! Before turning the wheels the driver sets `planned` to `u64::MAX`, so
+//! every insert from then on lowers it and notifies. After turning, it
+//! lowers `planned` to the earliest work it found (`fetch_min`, so an insert
+//! it missed is kept) and sleeps until the result, or until notified; a
+//! notification sent while it was not waiting is kept as a permit.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::task::Waker;
+
+use futures::future::select;
+use tokio::sync::Notify;
+
+use crate::task::TaskInner;
+use crate::timer::{far_future, Shared};
+
+/// Expired entries taken out under one lock, at most: bounds the time a
+/// shard's lock is held, as tokio's `WakeList` does.
+const BATCH: usize = 32;
+
+/// Driver lag, in ticks, past which a catch-up is reported with `warn!`.
+const LAG_WARN_TICKS: u64 = 1000;
+
+/// What an expired entry leaves to do once the lock is released.
+enum Fired {
+    Waker(Waker),
+    Task(Arc<TaskInner>),
+}
+
+pub(crate) fn run(weak: Weak<Shared>, notify: Arc<Notify>) -> impl Future<Output = ()> + Send {
+    async move {
+        // If the runtime drops this task while the timer lives (it shut
+        // down), nothing will fire any more: stop the timer so every pending
+        // timeout completes instead of hanging.
+        let _guard = StopOnDrop(weak.clone());
+        let mut sleep = pin!(tokio::time::sleep_until(far_future(
+            tokio::time::Instant::now()
+        )));
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut target = u64::MAX;
+        loop {
+            // Sleep until `target`, or until an earlier insert notifies.
+            let deadline = {
+                let Some(shared) = weak.upgrade() else { return };
+                if shared.is_stopped() {
+                    return;
+                }
+                (target != u64::MAX).then(|| shared.instant_of(target))
+            };
+            let notified = pin!(notify.notified());
+            match deadline {
+                Some(deadline) => {
+                    sleep.as_mut().reset(deadline);
+                    select(notified, sleep.as_mut()).await;
+                }
+                None => notified.await,
+            }
+
+            let Some(shared) = weak.upgrade() else { return };
+            if shared.is_stopped() {
+                return;
+            }
+            shared.planned.store(u64::MAX, Ordering::SeqCst);
+            shared.wakeups.fetch_add(1, Ordering::Relaxed);
+            let now = shared.now_tick();
+            if target != u64::MAX && now > target.saturating_add(LAG_WARN_TICKS) {
+                tracing::warn!(
+                    late_ticks = now - target,
+                    "hashwheel: driver ran late, catching up"
+                );
+            }
+            let next = turn(&shared, now, &mut batch);
+            let planned = shared.planned.fetch_min(next, Ordering::AcqRel);
+            target = planned.min(next);
+            tracing::trace!(now, next = target, "hashwheel: turned the wheels");
+        }
+    }
+}
+
+/// Expires everything due at or before `now` on every shard, in batches,
+/// waking outside the lock. Returns the earliest tick with work left.
+fn turn(shared: &Shared, now: u64, batch: &mut Vec<Fired>) -> u64 {
+    let mut next = u64::MAX;
+    for shard in 0..shared.shards.len() {
+        loop {
+            let mut expired = 0;
+            let mut tasks = 0;
+            let shard_next = {
+                let mut guard = shared.lock(shard);
+                let state = &mut *guard;
+                while expired < BATCH {
+                    let Some(entry) = state.wheel.pop_expired(now) else {
+                        break;
+                    };
+                    expired += 1;
+                    if entry.detached {
+                        if let Some(task) = state.tasks.remove(&entry.key) {
+                            task.mark_expired();
+                            tasks += 1;
+                            batch.push(Fired::Task(task));
+                        }
+                    } else if let Some(waker) = entry.value {
+                        batch.push(Fired::Waker(waker));
+                    }
+                }
+                (expired < BATCH).then(|| state.wheel.next_expiration())
+            };
+            shared.release(shard, expired);
+            shared.tasks_done(tasks);
+            shared.fired.fetch_add(expired as u64, Ordering::Relaxed);
+            if expired > 0 {
+                tracing::trace!(shard, expired, "hashwheel: expired");
+            }
+            for fired in batch.drain(..) {
+                match fired {
+                    Fired::Waker(waker) => wake(waker),
+                    Fired::Task(task) => run_task(&task),
+                }
+            }
+            if let Some(shard_next) = shard_next {
+                next = next.min(shard_next.unwrap_or(u64::MAX));
+                break;
+            }
+        }
+    }
+    next
+}
+
+/// Wakes each waker, outside any lock; a panicking waker is reported and
+/// does not stop the rest.
+pub(crate) fn wake_all(wakers: impl IntoIterator<Item = Waker>) {
+    for waker in wakers {
+        wake(waker);
+    }
+}
+
+fn wake(waker: Waker) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+        tracing::warn!(
+            panic = panic_message(&*panic),
+            "hashwheel: a waker panicked"
+        );
+    }
+}
+
+fn run_task(task: &TaskInner) {
+    let Some(callback) = task.take_task() else {
+        return;
+    };
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(callback)) {
+        tracing::warn!(
+            panic = panic_message(&*panic),
+            "hashwheel: a scheduled task panicked"
+        );
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic payload>"
+    }
+}
+
+struct StopOnDrop(Weak<Shared>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            if !shared.is_stopped() {
+                tracing::debug!("hashwheel: driver task ended; stopping the timer");
+                shared.stop();
+            }
+        }
+    }
+}

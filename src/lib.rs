@@ -1,0 +1,20 @@
+//! hashwheel
+#![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
+
+mod driver;
+mod error;
+mod task;
+mod timeout;
+mod timer;
+mod wheel;
+
+pub use error::{Elapsed, Error};
+pub use task::TaskHandle;
+pub use timeout::{Timeout, WithTimeout};
+pub use timer::{Builder, Timer};

@@ -1,0 +1,209 @@
+//! Scheduled callbacks: [`Timer::schedule`](crate::Timer::schedule) and
+//! their [`TaskHandle`].
+
+use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::time::Instant;
+
+use crate::timer::Shared;
+use crate::wheel::Key;
+
+/// The state of a task. It leaves `PENDING` only under its shard's lock, so
+/// a task is run or cancelled, never both.
+///
+/// | state       | meaning                                      |
+/// |-------------|----------------------------------------------|
+/// | `PENDING`   | in the wheel, waiting for its deadline       |
+/// | `EXPIRED`   | its deadline passed: it ran or is running    |
+/// | `CANCELLED` | cancelled by its handle or the timer stopping |
+const PENDING: u8 = 0;
+const EXPIRED: u8 = 1;
+const CANCELLED: u8 = 2;
+
+type Callback = Box<dyn FnOnce() + Send + 'static>;
+
+pub(crate) struct TaskInner {
+    shared: Weak<Shared>,
+    shard: usize,
+    key: Key,
+    deadline: Instant,
+    state: AtomicU8,
+    task: Mutex<Option<Callback>>,
+}
+
+impl TaskInner {
+    pub(crate) fn new(
+        shared: Weak<Shared>,
+        shard: usize,
+        key: Key,
+        deadline: Instant,
+        task: Callback,
+    ) -> TaskInner {
+        TaskInner {
+            shared,
+            shard,
+            key,
+            deadline,
+            state: AtomicU8::new(PENDING),
+            task: Mutex::new(Some(task)),
+        }
+    }
+
+    /// Called under the shard's lock.
+    pub(crate) fn mark_expired(&self) {
+        self.state.store(EXPIRED, Ordering::Release);
+    }
+
+    /// Called under the shard's lock.
+    pub(crate) fn mark_cancelled(&self) {
+        self.state.store(CANCELLED, Ordering::Release);
+    }
+
+    pub(crate) fn take_task(&self) -> Option<Callback> {
+        self.task
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
+
+/// A handle to a callback scheduled with
+/// [`Timer::schedule`](crate::Timer::schedule).
+///
+/// Cheap to clone. Dropping it does **not** cancel the task: call
+/// [`cancel`](TaskHandle::cancel).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
+/// let handle = timer.schedule(Duration::from_secs(1), || println!("too late"));
+/// assert!(handle.cancel());
+/// assert!(handle.is_cancelled());
+/// assert!(!handle.is_expired());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct TaskHandle {
+    inner: Arc<TaskInner>,
+}
+
+impl TaskHandle {
+    pub(crate) fn new(inner: Arc<TaskInner>) -> TaskHandle {
+        TaskHandle { inner }
+    }
+
+    /// Cancels the task if it has not run yet. Returns `false` if it already
+    /// ran (or is running), or was cancelled before.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let handle = timer.schedule(Duration::from_secs(1), || {});
+    /// assert!(handle.cancel());
+    /// assert!(!handle.cancel());
+    /// assert_eq!(timer.pending(), 0);
+    /// # }
+    /// ```
+    pub fn cancel(&self) -> bool {
+        let inner = &self.inner;
+        let Some(shared) = inner.shared.upgrade() else {
+            return false;
+        };
+        {
+            let mut state = shared.lock(inner.shard);
+            if inner.state.load(Ordering::Acquire) != PENDING {
+                return false;
+            }
+            state.wheel.remove(inner.key);
+            state.tasks.remove(&inner.key);
+            inner.mark_cancelled();
+        }
+        shared.release(inner.shard, 1);
+        shared.tasks_done(1);
+        // The callback may own anything: drop it outside the lock.
+        drop(inner.take_task());
+        true
+    }
+
+    /// Whether the deadline passed and the task ran (or is running).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let handle = timer.schedule(Duration::from_millis(1), || {});
+    /// assert!(!handle.is_expired());
+    /// timer.sleep(Duration::from_millis(5)).await;
+    /// assert!(handle.is_expired());
+    /// # }
+    /// ```
+    pub fn is_expired(&self) -> bool {
+        self.inner.state.load(Ordering::Acquire) == EXPIRED
+    }
+
+    /// Whether the task was cancelled, by [`cancel`](TaskHandle::cancel) or
+    /// by the timer stopping.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let handle = timer.schedule(Duration::from_secs(1), || {});
+    /// timer.stop();
+    /// assert!(handle.is_cancelled());
+    /// # }
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.state.load(Ordering::Acquire) == CANCELLED
+    }
+
+    /// The instant the task was scheduled for (about 30 years out for a
+    /// delay that overflows).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let handle = timer.schedule(Duration::from_secs(1), || {});
+    /// assert_eq!(handle.deadline(), Instant::now() + Duration::from_secs(1));
+    /// # }
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        self.inner.deadline
+    }
+}
+
+impl fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("deadline", &self.inner.deadline)
+            .field("expired", &self.is_expired())
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,465 @@
+//! The [`Timeout`] future and the [`WithTimeout`] wrapper.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::Instant;
+
+use crate::driver;
+use crate::error::Elapsed;
+use crate::timer::Shared;
+use crate::wheel::{Key, State, NEVER};
+
+// A `Timeout` is two words: the shared timer and a state word.
+//
+// | bits  | meaning                                                  |
+// |-------|----------------------------------------------------------|
+// | 62-63 | kind: one of the four below                              |
+// | 46-61 | shard (which wheel and lock)                             |
+// | 0-45  | deadline tick, or the slab key while `REGISTERED`        |
+//
+// | kind           | in the wheel? | meaning                                  |
+// |----------------|---------------|------------------------------------------|
+// | `UNREGISTERED` | no            | created, not yet polled; counted pending |
+// | `REGISTERED`   | yes, at key   | polled once; the entry has the state     |
+// | `FIRED`        | no            | completed at its deadline                |
+// | `CANCELLED`    | no            | completed because the timer stopped      |
+//
+// Registration on the first poll (as tokio's `Sleep` does) saves a lock for
+// the common create-poll-drop pattern. The entry of a registered timeout
+// belongs to it until it is dropped or seen completed, so its key can never
+// be reused under it.
+const KIND_MASK: u64 = 0b11 << 62;
+const UNREGISTERED: u64 = 0b00 << 62;
+const REGISTERED: u64 = 0b01 << 62;
+const FIRED: u64 = 0b10 << 62;
+const CANCELLED: u64 = 0b11 << 62;
+const SHARD_SHIFT: u32 = 46;
+const LOW_MASK: u64 = (1 << SHARD_SHIFT) - 1;
+
+/// A timeout: a future that completes at a deadline. Dropping it cancels it.
+///
+/// Created by [`Timer::sleep`](crate::Timer::sleep) and
+/// [`Timer::sleep_until`](crate::Timer::sleep_until). It is `Unpin`, so it
+/// can be kept in a struct and polled or `.await`ed by `&mut` without
+/// pinning, and [`reset`](Timeout::reset) to a new deadline in O(1) any
+/// number of times, before or after it completed.
+///
+/// It registers in the wheel on its first poll; until then it only counts in
+/// [`Timer::pending`](crate::Timer::pending).
+///
+/// # Cancellation
+///
+/// Dropping a `Timeout` removes it from the wheel at once. If the timer is
+/// [stopped](crate::Timer::stop) (or its runtime shuts down) the timeout
+/// completes, with [`is_cancelled`](Timeout::is_cancelled) true.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::Timer;
+/// use std::time::Duration;
+///
+/// let timer = Timer::new();
+/// let mut idle = timer.sleep(Duration::from_secs(30));
+/// // A message came in: push the idle deadline back.
+/// idle.reset(Duration::from_secs(30));
+/// (&mut idle).await;
+/// assert!(idle.is_expired());
+/// # }
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct Timeout {
+    shared: Arc<Shared>,
+    word: u64,
+}
+
+impl Timeout {
+    pub(crate) fn new(shared: Arc<Shared>, shard: usize, tick: u64) -> Timeout {
+        Timeout {
+            shared,
+            word: UNREGISTERED | ((shard as u64) << SHARD_SHIFT) | tick.min(NEVER),
+        }
+    }
+
+    fn kind(&self) -> u64 {
+        self.word & KIND_MASK
+    }
+
+    fn shard(&self) -> usize {
+        ((self.word & !KIND_MASK) >> SHARD_SHIFT) as usize
+    }
+
+    fn low(&self) -> u64 {
+        self.word & LOW_MASK
+    }
+
+    fn key(&self) -> Key {
+        self.low() as Key
+    }
+
+    fn set(&mut self, kind: u64, low: u64) {
+        self.word = kind | ((self.shard() as u64) << SHARD_SHIFT) | low;
+    }
+
+    /// The state of the entry of a registered timeout.
+    fn entry_state(&self) -> State {
+        self.shared.lock(self.shard()).wheel.state(self.key())
+    }
+
+    /// The instant this timeout completes: its deadline rounded up to the
+    /// timer's tick. About 30 years out for a timeout that never completes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let deadline = Instant::now() + Duration::from_secs(2);
+    /// let timeout = timer.sleep_until(deadline);
+    /// assert!(timeout.deadline() >= deadline);
+    /// assert!(timeout.deadline() < deadline + timer.tick());
+    /// # }
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        let tick = if self.kind() == REGISTERED {
+            self.shared.lock(self.shard()).wheel.tick(self.key())
+        } else {
+            self.low()
+        };
+        self.shared.instant_of(tick)
+    }
+
+    /// Whether the timeout reached its deadline. A timeout that was never
+    /// polled is not registered yet and reports `false`, as tokio's `Sleep`
+    /// does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut t = timer.sleep(Duration::from_millis(5));
+    /// assert!(!t.is_expired());
+    /// (&mut t).await;
+    /// assert!(t.is_expired());
+    /// # }
+    /// ```
+    pub fn is_expired(&self) -> bool {
+        match self.kind() {
+            FIRED => true,
+            REGISTERED => self.entry_state() == State::Fired,
+            _ => false,
+        }
+    }
+
+    /// Whether the timeout was cancelled by the timer stopping (or its
+    /// runtime shutting down). Cancelling by hand consumes the timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut t = timer.sleep(Duration::from_secs(5));
+    /// timer.stop();
+    /// (&mut t).await;
+    /// assert!(t.is_cancelled());
+    /// # }
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        match self.kind() {
+            CANCELLED => true,
+            REGISTERED => self.entry_state() == State::Cancelled,
+            UNREGISTERED => self.shared.is_stopped(),
+            _ => false,
+        }
+    }
+
+    /// Cancels the timeout. Returns `false` if it had already fired (or was
+    /// cancelled by the timer stopping). Dropping cancels just the same.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let t = timer.sleep(Duration::from_secs(5));
+    /// assert!(t.cancel());
+    /// assert_eq!(timer.pending(), 0);
+    /// # }
+    /// ```
+    pub fn cancel(mut self) -> bool {
+        let stopped = self.shared.is_stopped();
+        self.clear() && !stopped
+    }
+
+    /// Moves the deadline to `delay` from now, in O(1). Works whether the
+    /// timeout is pending or already fired; a fired timeout becomes pending
+    /// again and can be awaited again. A timeout cancelled by the timer
+    /// stopping stays cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut t = timer.sleep(Duration::from_millis(1));
+    /// (&mut t).await;
+    /// t.reset(Duration::from_millis(10));
+    /// assert!(!t.is_expired());
+    /// (&mut t).await;
+    /// assert!(t.is_expired());
+    /// # }
+    /// ```
+    pub fn reset(&mut self, delay: Duration) {
+        let tick = match Instant::now().checked_add(delay) {
+            Some(deadline) => self.shared.tick_of(deadline),
+            None => NEVER,
+        };
+        self.reset_tick(tick);
+    }
+
+    /// Moves the deadline to `deadline`, in O(1): as [`reset`](Timeout::reset).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut t = timer.sleep(Duration::from_secs(60));
+    /// t.reset_at(Instant::now() + Duration::from_millis(5));
+    /// t.await;
+    /// # }
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        let tick = self.shared.tick_of(deadline);
+        self.reset_tick(tick);
+    }
+
+    fn reset_tick(&mut self, tick: u64) {
+        let tick = tick.min(NEVER);
+        let shard = self.shard();
+        match self.kind() {
+            UNREGISTERED => self.set(UNREGISTERED, tick),
+            FIRED => {
+                if !self.shared.is_stopped() {
+                    self.shared.reacquire(shard);
+                    self.set(UNREGISTERED, tick);
+                }
+            }
+            REGISTERED => {
+                let (state, fired_now) = self.shared.lock(shard).wheel.reset(self.key(), tick);
+                match (state, fired_now) {
+                    (State::Pending, Some(waker)) => {
+                        self.shared.release(shard, 1);
+                        driver::wake_all(waker);
+                    }
+                    (State::Pending, None) => self.shared.note_deadline(tick),
+                    (State::Fired, None) => {
+                        self.shared.reacquire(shard);
+                        self.shared.note_deadline(tick);
+                    }
+                    (State::Fired, Some(_)) | (State::Cancelled, _) => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Takes the timeout out of the wheel; returns whether it was pending.
+    fn clear(&mut self) -> bool {
+        let shard = self.shard();
+        let was_pending = match self.kind() {
+            UNREGISTERED => {
+                self.shared.release(shard, 1);
+                true
+            }
+            REGISTERED => {
+                let (state, waker) = self.shared.lock(shard).wheel.remove(self.key());
+                drop(waker);
+                let pending = state == State::Pending;
+                if pending {
+                    self.shared.release(shard, 1);
+                }
+                pending
+            }
+            _ => false,
+        };
+        self.set(CANCELLED, 0);
+        was_pending
+    }
+}
+
+impl Future for Timeout {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let shard = this.shard();
+        match this.kind() {
+            UNREGISTERED => {
+                let tick = this.low();
+                let mut state = this.shared.lock(shard);
+                let done = if this.shared.is_stopped() {
+                    CANCELLED
+                } else if tick <= state.wheel.elapsed() {
+                    FIRED
+                } else {
+                    let key = state.wheel.insert(tick, false, Some(cx.waker().clone()));
+                    drop(state);
+                    this.set(REGISTERED, u64::from(key));
+                    this.shared.note_deadline(tick);
+                    return Poll::Pending;
+                };
+                drop(state);
+                this.shared.release(shard, 1);
+                this.set(done, tick);
+                Poll::Ready(())
+            }
+            REGISTERED => {
+                let key = this.key();
+                let mut state = this.shared.lock(shard);
+                let done = match state.wheel.state(key) {
+                    State::Pending => {
+                        let slot = state.wheel.value_mut(key);
+                        let old = match slot {
+                            Some(waker) if waker.will_wake(cx.waker()) => None,
+                            _ => slot.replace(cx.waker().clone()),
+                        };
+                        drop(state);
+                        drop(old);
+                        return Poll::Pending;
+                    }
+                    State::Fired => FIRED,
+                    State::Cancelled => CANCELLED,
+                };
+                let tick = state.wheel.tick(key);
+                let (_, waker) = state.wheel.remove(key);
+                drop(state);
+                drop(waker);
+                this.set(done, tick);
+                Poll::Ready(())
+            }
+            _ => Poll::Ready(()),
+        }
+    }
+}
+
+impl Drop for Timeout {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+impl fmt::Debug for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("deadline", &self.deadline())
+            .field("expired", &self.is_expired())
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+pin_project! {
+    /// A future with a deadline, from [`Timer::timeout`](crate::Timer::timeout):
+    /// resolves to the future's output, or to [`Elapsed`] if the deadline
+    /// comes first.
+    ///
+    /// `Unpin` when the future is. If the timer stops before the future
+    /// completes, it resolves to [`Elapsed`] too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut fut = timer.timeout(Duration::from_secs(1), async { "done" });
+    /// assert!(fut.timeout_mut().deadline() > tokio::time::Instant::now());
+    /// assert_eq!(fut.await, Ok("done"));
+    /// # }
+    /// ```
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    #[derive(Debug)]
+    pub struct WithTimeout<F> {
+        #[pin]
+        future: F,
+        timeout: Timeout,
+    }
+}
+
+impl<F> WithTimeout<F> {
+    pub(crate) fn new(future: F, timeout: Timeout) -> WithTimeout<F> {
+        WithTimeout { future, timeout }
+    }
+
+    /// The wrapped future.
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// The wrapped future, mutably.
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.future
+    }
+
+    /// The wrapped future, pinned.
+    pub fn get_pin_mut(self: Pin<&mut Self>) -> Pin<&mut F> {
+        self.project().future
+    }
+
+    /// The [`Timeout`] that bounds the future: reset it to move the deadline.
+    pub fn timeout_mut(&mut self) -> &mut Timeout {
+        &mut self.timeout
+    }
+
+    /// Gives back the future, dropping (cancelling) the deadline.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+}
+
+impl<F: Future> Future for WithTimeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        Pin::new(this.timeout)
+            .poll(cx)
+            .map(|()| Err(Elapsed(())))
+    }
+}

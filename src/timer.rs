@@ -1,0 +1,926 @@
+//! The [`Timer`] handle, its [`Builder`], and the state they share with the
+//! driver.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::IntoFuture;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::driver;
+use crate::error::Error;
+use crate::task::{TaskHandle, TaskInner};
+use crate::timeout::{Timeout, WithTimeout};
+use crate::wheel::{Expired, Key, Wheel, NEVER};
+
+/// The smallest tick; shorter ones are raised to it.
+const MIN_TICK: Duration = Duration::from_millis(1);
+/// The largest wheel, as in Netty.
+const MAX_WHEEL_SIZE: usize = 1 << 30;
+/// Slots in each shard's round ring (see the `wheel` module): bounded so a
+/// huge wheel does not get a huge ring too.
+const MAX_RING: usize = 4096;
+const MIN_RING: usize = 64;
+/// Shards are numbered with 16 bits in a [`Timeout`].
+pub(crate) const MAX_SHARDS: usize = 1 << 16;
+
+/// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
+/// by one tokio task.
+///
+/// Create timeouts with [`sleep`](Timer::sleep) and friends, wrap futures
+/// with [`timeout`](Timer::timeout), run callbacks with
+/// [`schedule`](Timer::schedule). Clones share the same wheels. The driver
+/// task ends when the timer is [stopped](Timer::stop), or when every
+/// `Timer`, [`Timeout`] and pending task is gone.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::Timer;
+/// use std::time::Duration;
+///
+/// let timer = Timer::new();
+/// timer.sleep(Duration::from_millis(50)).await;
+/// assert_eq!(timer.pending(), 0);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Timer {
+    shared: Arc<Shared>,
+}
+
+/// Configures a [`Timer`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use hashwheel::Timer;
+/// use std::time::Duration;
+///
+/// let timer = Timer::builder()
+///     .tick(Duration::from_millis(10))
+///     .wheel_size(1000) // rounded up to 1024
+///     .max_pending(100_000)
+///     .build()
+///     .unwrap();
+/// assert_eq!(timer.wheel_size(), 1024);
+/// assert_eq!(timer.tick(), Duration::from_millis(10));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    tick: Duration,
+    wheel_size: usize,
+    max_pending: Option<usize>,
+    shards: Option<usize>,
+    handle: Option<Handle>,
+}
+
+/// The state shared by [`Timer`]s, [`Timeout`]s and the driver.
+pub(crate) struct Shared {
+    pub(crate) shards: Box<[Shard]>,
+    start: Instant,
+    tick_ns: u64,
+    tick: Duration,
+    wheel_size: usize,
+    /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
+    /// notified, or while it is turning the wheels.
+    pub(crate) planned: AtomicU64,
+    /// Wakes the driver. Kept apart from `Shared` so the driver can wait on
+    /// it holding only a `Weak<Shared>`.
+    pub(crate) notify: Arc<Notify>,
+    stopped: AtomicBool,
+    max_pending: Option<usize>,
+    /// Pending count over all shards; kept only under a `max_pending` limit,
+    /// so unlimited timers never touch a shared counter.
+    reserved: AtomicUsize,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) fired: AtomicU64,
+    /// Pending tasks, and a reference to this very `Shared` while there are
+    /// any (see [`Shared::task_added`]).
+    keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
+}
+
+/// One wheel and its lock. Threads pick a shard each, so they rarely share
+/// a lock; a timeout stays on the shard it was created on.
+#[repr(align(128))]
+pub(crate) struct Shard {
+    state: Mutex<ShardState>,
+    /// Timeouts and tasks of this shard neither fired nor cancelled.
+    pending: AtomicUsize,
+}
+
+pub(crate) struct ShardState {
+    pub(crate) wheel: Wheel<Option<Waker>>,
+    /// Scheduled tasks, by key: detached entries of the wheel.
+    pub(crate) tasks: HashMap<Key, Arc<TaskInner>>,
+}
+
+impl Timer {
+    /// A timer with a 1 ms tick, 512 buckets and no pending limit, driven on
+    /// the current tokio runtime.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime. Use [`Timer::builder`] with
+    /// [`Builder::handle`] to pick a runtime instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::new();
+    /// assert_eq!(timer.wheel_size(), 512);
+    /// # }
+    /// ```
+    #[track_caller]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Timer {
+        match Timer::builder().build() {
+            Ok(timer) => timer,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// A [`Builder`] with the defaults of [`Timer::new`].
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A [`Timeout`] that completes `delay` from now.
+    ///
+    /// The deadline is rounded up to the next tick: the timeout never
+    /// completes early, and under an unstarved runtime at most one tick late.
+    /// A `delay` so long that the deadline overflows means "never".
+    ///
+    /// # Panics
+    ///
+    /// If the timer is stopped or at its [`max_pending`](Builder::max_pending)
+    /// limit; [`try_sleep`](Timer::try_sleep) returns those as errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let start = tokio::time::Instant::now();
+    /// timer.sleep(Duration::from_millis(100)).await;
+    /// assert!(start.elapsed() >= Duration::from_millis(100));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn sleep(&self, delay: Duration) -> Timeout {
+        unwrap(self.try_sleep(delay))
+    }
+
+    /// A [`Timeout`] that completes at `deadline`. A deadline in the past
+    /// completes on the first poll.
+    ///
+    /// # Panics
+    ///
+    /// As [`sleep`](Timer::sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let deadline = Instant::now() + Duration::from_secs(1);
+    /// timer.sleep_until(deadline).await;
+    /// assert!(Instant::now() >= deadline);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn sleep_until(&self, deadline: Instant) -> Timeout {
+        unwrap(self.try_sleep_until(deadline))
+    }
+
+    /// Like [`sleep`](Timer::sleep), but returns an error instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_stopped`] after [`stop`](Timer::stop);
+    /// [`Error::is_at_capacity`] at the [`max_pending`](Builder::max_pending)
+    /// limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::builder().max_pending(1).build().unwrap();
+    /// let first = timer.try_sleep(Duration::from_secs(1)).unwrap();
+    /// assert!(timer.try_sleep(Duration::from_secs(1)).unwrap_err().is_at_capacity());
+    /// drop(first);
+    /// assert!(timer.try_sleep(Duration::from_secs(1)).is_ok());
+    /// # }
+    /// ```
+    pub fn try_sleep(&self, delay: Duration) -> Result<Timeout, Error> {
+        let tick = match Instant::now().checked_add(delay) {
+            Some(deadline) => self.shared.tick_of(deadline),
+            None => NEVER,
+        };
+        self.timeout_at_tick(tick)
+    }
+
+    /// Like [`sleep_until`](Timer::sleep_until), but returns an error instead
+    /// of panicking.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_sleep`](Timer::try_sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::new();
+    /// timer.stop();
+    /// let err = timer.try_sleep_until(tokio::time::Instant::now()).unwrap_err();
+    /// assert!(err.is_stopped());
+    /// # }
+    /// ```
+    pub fn try_sleep_until(&self, deadline: Instant) -> Result<Timeout, Error> {
+        self.timeout_at_tick(self.shared.tick_of(deadline))
+    }
+
+    fn timeout_at_tick(&self, tick: u64) -> Result<Timeout, Error> {
+        let shard = self.shared.current_shard();
+        self.shared.acquire(shard)?;
+        Ok(Timeout::new(self.shared.clone(), shard, tick))
+    }
+
+    /// Runs `fut` with a deadline `delay` from now: resolves to its output,
+    /// or to [`Elapsed`](crate::Elapsed) if the deadline comes first.
+    ///
+    /// The future is polled before the deadline is checked, so a future that
+    /// is ready in time wins a tie.
+    ///
+    /// # Panics
+    ///
+    /// As [`sleep`](Timer::sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// assert_eq!(timer.timeout(Duration::from_secs(1), async { 7 }).await, Ok(7));
+    /// let slow = timer.sleep(Duration::from_secs(5));
+    /// assert!(timer.timeout(Duration::from_secs(1), slow).await.is_err());
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn timeout<F: IntoFuture>(&self, delay: Duration, fut: F) -> WithTimeout<F::IntoFuture> {
+        WithTimeout::new(fut.into_future(), self.sleep(delay))
+    }
+
+    /// Runs `fut` with a deadline: as [`timeout`](Timer::timeout), at an
+    /// instant.
+    ///
+    /// # Panics
+    ///
+    /// As [`sleep`](Timer::sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let deadline = Instant::now() + Duration::from_millis(10);
+    /// let res = timer.timeout_at(deadline, std::future::pending::<()>()).await;
+    /// assert!(res.is_err());
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn timeout_at<F: IntoFuture>(
+        &self,
+        deadline: Instant,
+        fut: F,
+    ) -> WithTimeout<F::IntoFuture> {
+        WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
+    }
+
+    /// Runs `task` once on the driver after `delay`, Netty style.
+    ///
+    /// The task runs on the driver task, so it should be short: spawn
+    /// anything longer. A task that panics is caught and reported with
+    /// `tracing::warn!`; the timer goes on. Dropping the returned
+    /// [`TaskHandle`] does not cancel the task; [`TaskHandle::cancel`] does.
+    /// A pending task keeps the driver running even after every `Timer` is
+    /// dropped.
+    ///
+    /// # Panics
+    ///
+    /// As [`sleep`](Timer::sleep); [`try_schedule`](Timer::try_schedule)
+    /// returns errors instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let ran = Arc::new(AtomicBool::new(false));
+    /// let flag = ran.clone();
+    /// let handle = timer.schedule(Duration::from_millis(5), move || flag.store(true, Ordering::SeqCst));
+    /// timer.sleep(Duration::from_millis(10)).await;
+    /// assert!(ran.load(Ordering::SeqCst));
+    /// assert!(handle.is_expired());
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn schedule<F>(&self, delay: Duration, task: F) -> TaskHandle
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        unwrap(self.try_schedule(delay, task))
+    }
+
+    /// Like [`schedule`](Timer::schedule), but returns an error instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_sleep`](Timer::try_sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let handle = timer.try_schedule(Duration::from_secs(1), || println!("tick")).unwrap();
+    /// assert!(handle.cancel());
+    /// # }
+    /// ```
+    pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TaskHandle, Error>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let now = Instant::now();
+        let deadline = now.checked_add(delay);
+        let tick = deadline.map_or(NEVER, |d| self.shared.tick_of(d));
+        let deadline = deadline.unwrap_or_else(|| far_future(now));
+        let shard = self.shared.current_shard();
+        self.shared.acquire(shard)?;
+        let inner = {
+            let mut state = self.shared.lock(shard);
+            if self.shared.is_stopped() {
+                drop(state);
+                self.shared.release(shard, 1);
+                return Err(Error::stopped());
+            }
+            let key = state.wheel.vacant_key();
+            let inner = Arc::new(TaskInner::new(
+                Arc::downgrade(&self.shared),
+                shard,
+                key,
+                deadline,
+                Box::new(task),
+            ));
+            let inserted = state.wheel.insert(tick, true, None);
+            debug_assert_eq!(inserted, key);
+            state.tasks.insert(key, inner.clone());
+            inner
+        };
+        self.shared.task_added();
+        self.shared.note_deadline(tick);
+        Ok(TaskHandle::new(inner))
+    }
+
+    /// How many timeouts and tasks are pending: neither fired nor cancelled.
+    ///
+    /// Exact once concurrent operations finish: dropping a [`Timeout`]
+    /// lowers it before `drop` returns. A timeout counts from its creation,
+    /// whether or not it was polled yet. Zero once the timer is stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let t = timer.sleep(Duration::from_secs(1));
+    /// assert_eq!(timer.pending(), 1);
+    /// drop(t);
+    /// assert_eq!(timer.pending(), 0);
+    /// # }
+    /// ```
+    pub fn pending(&self) -> usize {
+        self.shared.pending()
+    }
+
+    /// Stops the timer: cancels every pending timeout and task, ends the
+    /// driver, and returns the tasks that never ran (marked cancelled).
+    ///
+    /// Every pending [`Timeout`] is woken and completes, with
+    /// [`Timeout::is_cancelled`] true. Afterwards [`sleep`](Timer::sleep) and
+    /// [`schedule`](Timer::schedule) panic and their `try_` forms return an
+    /// error with [`Error::is_stopped`]. Stopping again returns nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let task = timer.schedule(Duration::from_secs(1), || unreachable!());
+    /// let never_ran = timer.stop();
+    /// assert_eq!(never_ran.len(), 1);
+    /// assert!(task.is_cancelled());
+    /// assert!(timer.is_stopped());
+    /// # }
+    /// ```
+    pub fn stop(&self) -> Vec<TaskHandle> {
+        self.shared.stop()
+    }
+
+    /// Whether the timer was stopped, by [`stop`](Timer::stop) or by the
+    /// shutdown of the runtime that ran its driver.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::new();
+    /// assert!(!timer.is_stopped());
+    /// # }
+    /// ```
+    pub fn is_stopped(&self) -> bool {
+        self.shared.is_stopped()
+    }
+
+    /// The tick: the resolution of every deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// assert_eq!(hashwheel::Timer::new().tick(), std::time::Duration::from_millis(1));
+    /// # }
+    /// ```
+    pub fn tick(&self) -> Duration {
+        self.shared.tick
+    }
+
+    /// The number of buckets in each wheel (a power of two).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::builder().wheel_size(100).build().unwrap();
+    /// assert_eq!(timer.wheel_size(), 128);
+    /// # }
+    /// ```
+    pub fn wheel_size(&self) -> usize {
+        self.shared.wheel_size
+    }
+
+    /// Gives memory back: each wheel's storage for timeouts that are gone.
+    /// Storage grows to the most timeouts ever held at once and is reused
+    /// after that; call this when a burst is over. Returns the bytes freed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut burst: Vec<_> = (0..1000).map(|_| timer.sleep(Duration::from_secs(9))).collect();
+    /// for t in &mut burst {
+    ///     futures::poll!(t); // registers it
+    /// }
+    /// drop(burst);
+    /// assert!(timer.shrink() > 0);
+    /// # }
+    /// ```
+    pub fn shrink(&self) -> usize {
+        (0..self.shared.shards.len())
+            .map(|shard| self.shared.lock(shard).wheel.shrink())
+            .sum()
+    }
+
+    /// How many times the driver woke up to turn the wheels. A timer with
+    /// nothing pending never wakes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// tokio::time::sleep(Duration::from_secs(3600)).await;
+    /// assert_eq!(timer.driver_wakeups(), 0);
+    /// # }
+    /// ```
+    pub fn driver_wakeups(&self) -> u64 {
+        self.shared.wakeups.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timer")
+            .field("tick", &self.shared.tick)
+            .field("wheel_size", &self.shared.wheel_size)
+            .field("shards", &self.shared.shards.len())
+            .field("pending", &self.pending())
+            .field("stopped", &self.is_stopped())
+            .finish_non_exhaustive()
+    }
+}
+
+#[track_caller]
+fn unwrap<T>(res: Result<T, Error>) -> T {
+    match res {
+        Ok(value) => value,
+        Err(err) => panic!("hashwheel: {err}"),
+    }
+}
+
+/// An instant about 30 years out, as tokio uses for "never".
+pub(crate) fn far_future(from: Instant) -> Instant {
+    from + Duration::from_secs(86_400 * 365 * 30)
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// The defaults: 1 ms tick, 512 buckets, no pending limit, one shard per
+    /// CPU, the current runtime.
+    pub fn new() -> Builder {
+        Builder {
+            tick: MIN_TICK,
+            wheel_size: 512,
+            max_pending: None,
+            shards: None,
+            handle: None,
+        }
+    }
+
+    /// The tick: deadlines are rounded up to it. Ticks under 1 ms are raised
+    /// to 1 ms (tokio's own resolution) with a `tracing` warning; zero is an
+    /// error.
+    pub fn tick(mut self, tick: Duration) -> Builder {
+        self.tick = tick;
+        self
+    }
+
+    /// The number of buckets per wheel, rounded up to a power of two; 1 to
+    /// 2^30. One turn of the wheel spans `tick * wheel_size`.
+    pub fn wheel_size(mut self, buckets: usize) -> Builder {
+        self.wheel_size = buckets;
+        self
+    }
+
+    /// The most timeouts and tasks that may be pending at once. The `try_`
+    /// methods fail with [`Error::is_at_capacity`] beyond it; a place frees
+    /// up as soon as one fires or is cancelled.
+    pub fn max_pending(mut self, max: usize) -> Builder {
+        self.max_pending = Some(max);
+        self
+    }
+
+    /// How many wheels (each with its own lock) to spread threads over.
+    /// Defaults to the number of CPUs; 1 to 65,536.
+    pub fn shards(mut self, shards: usize) -> Builder {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// The runtime that runs the driver task. Defaults to the current one.
+    pub fn handle(mut self, handle: Handle) -> Builder {
+        self.handle = Some(handle);
+        self
+    }
+
+    /// Builds the timer and spawns its driver.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_config`], with a message naming the value, for a
+    /// zero tick, a wheel size of 0 or above 2^30, a tick so long that one
+    /// turn of the wheel overflows, a shard count of 0 or above 65,536, or
+    /// no runtime: called outside one without [`handle`](Builder::handle).
+    pub fn build(self) -> Result<Timer, Error> {
+        if self.tick.is_zero() {
+            return Err(Error::invalid_config("tick must be non-zero, got 0ns"));
+        }
+        let tick = if self.tick < MIN_TICK {
+            tracing::warn!(
+                requested = ?self.tick,
+                "hashwheel: tick raised to the minimum of 1ms"
+            );
+            MIN_TICK
+        } else {
+            self.tick
+        };
+        if self.wheel_size == 0 || self.wheel_size > MAX_WHEEL_SIZE {
+            return Err(Error::invalid_config(format!(
+                "wheel size must be between 1 and 2^30, got {}",
+                self.wheel_size
+            )));
+        }
+        let wheel_size = self.wheel_size.next_power_of_two();
+        let tick_ns = u64::try_from(tick.as_nanos()).ok();
+        let span = tick.checked_mul(wheel_size as u32);
+        let (Some(tick_ns), Some(_)) = (tick_ns, span) else {
+            return Err(Error::invalid_config(format!(
+                "tick of {tick:?} times {wheel_size} buckets overflows the wheel's span"
+            )));
+        };
+        let shards = match self.shards {
+            Some(n) if n == 0 || n > MAX_SHARDS => {
+                return Err(Error::invalid_config(format!(
+                    "shards must be between 1 and 65536, got {n}"
+                )))
+            }
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let handle = match self.handle {
+            Some(handle) => handle,
+            None => Handle::try_current().map_err(|_| {
+                Error::invalid_config(
+                    "no tokio runtime: build the timer inside one, or pass Builder::handle",
+                )
+            })?,
+        };
+        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
+        let notify = Arc::new(Notify::new());
+        let shared = Arc::new(Shared {
+            shards: (0..shards)
+                .map(|_| Shard {
+                    state: Mutex::new(ShardState {
+                        wheel: Wheel::new(wheel_size, ring),
+                        tasks: HashMap::new(),
+                    }),
+                    pending: AtomicUsize::new(0),
+                })
+                .collect(),
+            start: Instant::now(),
+            tick_ns,
+            tick,
+            wheel_size,
+            planned: AtomicU64::new(u64::MAX),
+            notify: notify.clone(),
+            stopped: AtomicBool::new(false),
+            max_pending: self.max_pending,
+            reserved: AtomicUsize::new(0),
+            wakeups: AtomicU64::new(0),
+            fired: AtomicU64::new(0),
+            keep_alive: Mutex::new((0, None)),
+        });
+        handle.spawn(driver::run(Arc::downgrade(&shared), notify));
+        Ok(Timer { shared })
+    }
+}
+
+impl Shared {
+    /// Locks a shard. A panic under the lock cannot leave the wheel half
+    /// changed (no user code runs there), so poisoning is ignored.
+    pub(crate) fn lock(&self, shard: usize) -> MutexGuard<'_, ShardState> {
+        self.shards[shard]
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The shard of the calling thread.
+    pub(crate) fn current_shard(&self) -> usize {
+        thread_local! {
+            static SEED: usize = {
+                static NEXT: AtomicUsize = AtomicUsize::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            };
+        }
+        let n = self.shards.len();
+        if n == 1 {
+            0
+        } else {
+            SEED.with(|seed| seed % n)
+        }
+    }
+
+    /// The last tick that has begun by the clock.
+    pub(crate) fn now_tick(&self) -> u64 {
+        nanos(Instant::now().saturating_duration_since(self.start)) / self.tick_ns
+    }
+
+    /// The first tick at or after `deadline`.
+    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
+        match deadline.checked_duration_since(self.start) {
+            None => 0,
+            Some(since) => nanos(since).div_ceil(self.tick_ns).min(NEVER),
+        }
+    }
+
+    /// The instant tick `tick` begins.
+    pub(crate) fn instant_of(&self, tick: u64) -> Instant {
+        let since = Duration::from_nanos(tick.saturating_mul(self.tick_ns));
+        self.start
+            .checked_add(since)
+            .filter(|_| tick < NEVER)
+            .unwrap_or_else(|| far_future(self.start))
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Counts a new pending timeout or task on `shard`.
+    pub(crate) fn acquire(&self, shard: usize) -> Result<(), Error> {
+        if self.is_stopped() {
+            return Err(Error::stopped());
+        }
+        if let Some(max) = self.max_pending {
+            if self.reserved.fetch_add(1, Ordering::AcqRel) >= max {
+                self.reserved.fetch_sub(1, Ordering::AcqRel);
+                return Err(Error::at_capacity(max));
+            }
+        }
+        self.shards[shard].pending.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Counts a fired timeout pending again after a reset. Resets never fail,
+    /// so this may go past `max_pending`.
+    pub(crate) fn reacquire(&self, shard: usize) {
+        if self.max_pending.is_some() {
+            self.reserved.fetch_add(1, Ordering::AcqRel);
+        }
+        self.shards[shard].pending.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `n` timeouts or tasks of `shard` fired or were cancelled.
+    pub(crate) fn release(&self, shard: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.max_pending.is_some() {
+            self.reserved.fetch_sub(n, Ordering::AcqRel);
+        }
+        self.shards[shard].pending.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pending(&self) -> usize {
+        if self.is_stopped() {
+            return 0;
+        }
+        self.shards
+            .iter()
+            .map(|s| s.pending.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// A pending entry now waits for `tick`: wake the driver if it planned
+    /// to sleep past it. Called after the shard's lock is released.
+    pub(crate) fn note_deadline(&self, tick: u64) {
+        if tick < self.planned.load(Ordering::Acquire)
+            && self.planned.fetch_min(tick, Ordering::AcqRel) > tick
+        {
+            self.notify.notify_one();
+        }
+    }
+
+    /// A task was scheduled. Pending tasks keep the timer alive, with no
+    /// `Timer` left, until they run or are cancelled: the first one makes
+    /// the timer hold a reference to itself.
+    pub(crate) fn task_added(self: &Arc<Self>) {
+        let mut keep = self.lock_keep_alive();
+        keep.0 += 1;
+        if keep.0 == 1 {
+            keep.1 = Some(self.clone());
+        }
+    }
+
+    /// `n` tasks ran or were cancelled; the last one lets the timer go.
+    pub(crate) fn tasks_done(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let released = {
+            let mut keep = self.lock_keep_alive();
+            keep.0 -= n;
+            if keep.0 == 0 {
+                keep.1.take()
+            } else {
+                None
+            }
+        };
+        // May be the last reference: dropped outside the lock.
+        drop(released);
+    }
+
+    fn lock_keep_alive(&self) -> MutexGuard<'_, (usize, Option<Arc<Shared>>)> {
+        self.keep_alive
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Cancels everything pending and marks the timer stopped. Returns the
+    /// tasks that never ran; wakes every pending timeout, outside the locks.
+    pub(crate) fn stop(&self) -> Vec<TaskHandle> {
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        let mut tasks = Vec::new();
+        for shard in 0..self.shards.len() {
+            let mut wakers = Vec::new();
+            let mut shard_tasks = Vec::new();
+            let mut drained = 0;
+            {
+                let mut guard = self.lock(shard);
+                let state = &mut *guard;
+                state.wheel.drain(|expired: Expired<_>| {
+                    drained += 1;
+                    if expired.detached {
+                        if let Some(task) = state.tasks.remove(&expired.key) {
+                            task.mark_cancelled();
+                            shard_tasks.push(task);
+                        }
+                    } else if let Some(waker) = expired.value {
+                        wakers.push(waker);
+                    }
+                });
+            }
+            // Unpolled timeouts are not in the wheel: they release their
+            // count when polled or dropped.
+            self.release(shard, drained);
+            self.tasks_done(shard_tasks.len());
+            for task in &shard_tasks {
+                drop(task.take_task());
+            }
+            driver::wake_all(wakers);
+            tasks.extend(shard_tasks.into_iter().map(TaskHandle::new));
+        }
+        self.notify.notify_one();
+        tasks
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The driver waits holding only a `Weak`: tell it to look again.
+        self.notify.notify_one();
+    }
+}
+
+/// Whole nanoseconds, saturating (a `u64` holds 584 years).
+fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
+}

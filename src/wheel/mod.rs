@@ -1,0 +1,637 @@
+//! The hashed wheel: a pure data structure driven by a tick number.
+//!
+//! No clock, no tokio, no locks: the timer wraps one `Wheel` per shard in a
+//! mutex and the driver feeds it the current tick. That keeps it
+//! unit-testable and fuzzable on its own.
+//!
+//! # Layout
+//!
+//! Entries live in a [`Slab`]; every bucket is a doubly linked list threaded
+//! through the slab by key (no pointers, no `unsafe`). Ticks are grouped into
+//! *rounds* of `buckets` ticks (one turn of the wheel).
+//!
+//! * **Buckets** (level 0) hold only the entries due in the current round, in
+//!   bucket `tick % buckets`. Every entry in a bucket is due when the cursor
+//!   reaches it: a turn visits only what expires.
+//! * **The round ring** (level 1) holds the entries due in later rounds, in
+//!   slot `round % ring`. When the cursor enters round `r`, slot `r % ring` is
+//!   walked once and its entries for round `r` move into their buckets. The
+//!   remaining rounds of an entry are therefore counted by the ring instead of
+//!   being decremented on every pass (which costs Netty's wheel a visit of
+//!   every entry on every turn); entries more than one ring away stay put and
+//!   are looked at once per turn of the ring.
+//! * **Never**: entries at or past [`NEVER`] sit on a list of their own.
+//!
+//! Insert, cancel and reset are O(1). Finding the next occupied bucket or
+//! slot uses an occupancy [`BitSet`] per level.
+//!
+//! # Invariants
+//!
+//! * `elapsed` is the last tick processed: every linked entry has
+//!   `tick > elapsed`.
+//! * Level 0 holds exactly the linked entries with
+//!   `round(tick) == round(elapsed + 1)`; level 1 those with a later round.
+//! * The state of an entry lives in `prev` while it is unlinked: [`FIRED`]
+//!   or [`CANCELLED`].
+
+mod bitset;
+
+use std::num::NonZeroU64;
+
+use slab::Slab;
+
+pub(crate) use bitset::BitSet;
+
+/// A slab key.
+pub(crate) type Key = u32;
+
+/// Ticks at or beyond this are never reached (2^46 ticks: over 2,000 years at
+/// the smallest tick of 1 ms).
+pub(crate) const NEVER: u64 = (1 << 46) - 1;
+
+/// List end.
+const NIL: u32 = u32::MAX;
+/// `prev` of an entry that fired and is still owned by its handle.
+const FIRED: u32 = u32::MAX - 1;
+/// `prev` of an entry cancelled by [`Wheel::drain`] and still owned by its handle.
+const CANCELLED: u32 = u32::MAX - 2;
+/// The largest number of entries, so keys never collide with the markers.
+const MAX_ENTRIES: usize = (u32::MAX - 3) as usize;
+
+/// Marks an entry that no handle owns (a scheduled task): it is removed from
+/// the slab when it fires or is drained.
+const DETACHED: u64 = 1 << 63;
+
+/// The state of an entry, as seen by the handle that owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Linked in the wheel, waiting for its tick.
+    Pending,
+    /// Its tick was processed.
+    Fired,
+    /// Drained by [`Wheel::drain`] (the timer stopped).
+    Cancelled,
+}
+
+/// An entry that [`Wheel::pop_expired`] took out of the wheel.
+#[derive(Debug)]
+pub(crate) struct Expired<T> {
+    pub(crate) key: Key,
+    pub(crate) detached: bool,
+    /// The value: moved out of a detached entry (which is removed), taken
+    /// with [`Default`] from an owned one (which stays, marked fired).
+    pub(crate) value: T,
+}
+
+#[derive(Debug)]
+struct Entry<T> {
+    /// The deadline tick, with [`DETACHED`] or'ed in. Never zero: linked
+    /// entries are due after tick 0, which gives `slab` a niche for its tag.
+    tick: NonZeroU64,
+    next: u32,
+    prev: u32,
+    value: T,
+}
+
+impl<T> Entry<T> {
+    fn tick(&self) -> u64 {
+        self.tick.get() & !DETACHED
+    }
+
+    fn is_detached(&self) -> bool {
+        self.tick.get() & DETACHED != 0
+    }
+
+    fn set_tick(&mut self, tick: u64) {
+        let flags = self.tick.get() & DETACHED;
+        self.tick = nonzero(tick | flags);
+    }
+
+    fn state(&self) -> State {
+        match self.prev {
+            FIRED => State::Fired,
+            CANCELLED => State::Cancelled,
+            _ => State::Pending,
+        }
+    }
+}
+
+fn nonzero(tick: u64) -> NonZeroU64 {
+    NonZeroU64::new(tick).unwrap_or(NonZeroU64::MIN)
+}
+
+/// Where a linked entry's list head lives.
+#[derive(Debug, Clone, Copy)]
+enum List {
+    Bucket(usize),
+    Ring(usize),
+    Never,
+}
+
+/// One level: list heads and their occupancy.
+#[derive(Debug)]
+struct Level {
+    heads: Box<[u32]>,
+    occupied: BitSet,
+}
+
+impl Level {
+    fn new(len: usize) -> Level {
+        Level {
+            heads: vec![NIL; len].into_boxed_slice(),
+            occupied: BitSet::new(len),
+        }
+    }
+}
+
+/// A hashed wheel of `T` values keyed by [`Key`].
+#[derive(Debug)]
+pub(crate) struct Wheel<T> {
+    entries: Slab<Entry<T>>,
+    buckets: Level,
+    ring: Level,
+    never: u32,
+    /// log2 of the number of buckets.
+    shift: u32,
+    bucket_mask: u64,
+    ring_mask: u64,
+    elapsed: u64,
+    linked: usize,
+}
+
+impl<T: Default> Wheel<T> {
+    /// A wheel of `buckets` buckets and a round ring of `ring` slots; both
+    /// must be powers of two.
+    pub(crate) fn new(buckets: usize, ring: usize) -> Wheel<T> {
+        assert!(buckets.is_power_of_two() && ring.is_power_of_two());
+        Wheel {
+            entries: Slab::new(),
+            buckets: Level::new(buckets),
+            ring: Level::new(ring),
+            never: NIL,
+            shift: buckets.trailing_zeros(),
+            bucket_mask: buckets as u64 - 1,
+            ring_mask: ring as u64 - 1,
+            elapsed: 0,
+            linked: 0,
+        }
+    }
+
+    /// The last tick processed. Entries at or before it have fired.
+    pub(crate) fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// How many entries are linked (pending).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.linked
+    }
+
+    /// How many entries the slab holds, pending or owned after firing.
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The key the next [`insert`](Self::insert) will use.
+    pub(crate) fn vacant_key(&self) -> Key {
+        self.entries.vacant_key() as Key
+    }
+
+    /// Inserts a pending entry due at `tick`. A tick at or before
+    /// [`elapsed`](Self::elapsed) is moved to the next tick, so it fires on the
+    /// next [`pop_expired`](Self::pop_expired) past it.
+    ///
+    /// A detached entry is removed when it fires; an owned one stays, marked
+    /// fired, until [`remove`](Self::remove).
+    ///
+    /// # Panics
+    ///
+    /// If the wheel already holds `u32::MAX - 3` entries.
+    pub(crate) fn insert(&mut self, tick: u64, detached: bool, value: T) -> Key {
+        assert!(
+            self.entries.len() < MAX_ENTRIES,
+            "hashwheel: a shard cannot hold more than {MAX_ENTRIES} timeouts"
+        );
+        let tick = self.clamp(tick);
+        let flags = if detached { DETACHED } else { 0 };
+        let key = self.entries.insert(Entry {
+            tick: nonzero(tick | flags),
+            next: NIL,
+            prev: FIRED,
+            value,
+        }) as Key;
+        self.link(key, tick);
+        key
+    }
+
+    /// The state of the entry at `key`.
+    ///
+    /// # Panics
+    ///
+    /// If `key` is vacant (a bug in the caller: handles own their keys).
+    pub(crate) fn state(&self, key: Key) -> State {
+        self.entries[key as usize].state()
+    }
+
+    /// The deadline tick of the entry at `key`.
+    pub(crate) fn tick(&self, key: Key) -> u64 {
+        self.entries[key as usize].tick()
+    }
+
+    /// The value of the entry at `key`.
+    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
+        &mut self.entries[key as usize].value
+    }
+
+    /// Removes the entry at `key` and returns its state and value.
+    pub(crate) fn remove(&mut self, key: Key) -> (State, T) {
+        let state = self.state(key);
+        if state == State::Pending {
+            self.unlink(key);
+        }
+        (state, self.entries.remove(key as usize).value)
+    }
+
+    /// Moves the entry at `key` to `tick`, whether it is pending or has fired.
+    /// A cancelled entry stays cancelled. Returns the state it had.
+    ///
+    /// A tick at or before [`elapsed`](Self::elapsed) fires the entry now:
+    /// it is marked fired and its value is taken and returned.
+    pub(crate) fn reset(&mut self, key: Key, tick: u64) -> (State, Option<T>) {
+        let state = self.state(key);
+        match state {
+            State::Cancelled => return (state, None),
+            State::Pending => self.unlink(key),
+            State::Fired => {}
+        }
+        let entry = &mut self.entries[key as usize];
+        entry.set_tick(tick.clamp(1, NEVER));
+        if tick <= self.elapsed {
+            entry.prev = FIRED;
+            let value = std::mem::take(&mut entry.value);
+            return (state, Some(value));
+        }
+        self.link(key, tick.min(NEVER));
+        (state, None)
+    }
+
+    /// Takes out the next entry due at or before `now`, processing ticks in
+    /// order. Returns `None` once every tick up to `now` is processed.
+    pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
+        let now = now.min(NEVER - 1);
+        loop {
+            if self.elapsed >= now {
+                return None;
+            }
+            let next = self.elapsed + 1;
+            let round = next >> self.shift;
+            if let Some(bucket) = self.buckets.occupied.next_set((next & self.bucket_mask) as usize)
+            {
+                let tick = (round << self.shift) | bucket as u64;
+                if tick > now {
+                    self.elapsed = now;
+                    return None;
+                }
+                self.elapsed = tick - 1;
+                let key = self.buckets.heads[bucket];
+                return Some(self.expire(key));
+            }
+            self.enter_next_round(now);
+        }
+    }
+
+    /// The level-0 buckets of this round are all processed: move the cursor
+    /// to the next round that has work, or to `now`, whichever comes first.
+    fn enter_next_round(&mut self, now: u64) {
+        let round = (self.elapsed + 1) >> self.shift;
+        let now_round = (now + 1) >> self.shift;
+        let ring_round = self
+            .ring
+            .occupied
+            .next_set_cyclic(((round + 1) & self.ring_mask) as usize)
+            .map(|slot| round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask));
+        match ring_round {
+            Some(next) if next <= now_round => {
+                self.elapsed = (next << self.shift) - 1;
+                self.cascade(next);
+            }
+            _ => self.elapsed = now,
+        }
+    }
+
+    /// The cursor entered `round`: move the ring's entries for it into their
+    /// buckets; entries of later turns of the ring go back to their slot.
+    fn cascade(&mut self, round: u64) {
+        let slot = (round & self.ring_mask) as usize;
+        let mut key = std::mem::replace(&mut self.ring.heads[slot], NIL);
+        self.ring.occupied.clear(slot);
+        while key != NIL {
+            let entry = &self.entries[key as usize];
+            let next = entry.next;
+            let tick = entry.tick();
+            debug_assert!(tick >> self.shift >= round, "an entry missed its round");
+            let list = if tick >> self.shift == round {
+                List::Bucket((tick & self.bucket_mask) as usize)
+            } else {
+                List::Ring(slot)
+            };
+            self.push(list, key);
+            key = next;
+        }
+    }
+
+    fn expire(&mut self, key: Key) -> Expired<T> {
+        self.unlink(key);
+        let entry = &mut self.entries[key as usize];
+        if entry.is_detached() {
+            let value = self.entries.remove(key as usize).value;
+            Expired {
+                key,
+                detached: true,
+                value,
+            }
+        } else {
+            entry.prev = FIRED;
+            Expired {
+                key,
+                detached: false,
+                value: std::mem::take(&mut entry.value),
+            }
+        }
+    }
+
+    /// The earliest tick at which [`pop_expired`](Self::pop_expired) has work:
+    /// the next occupied bucket, or else the earliest entry of the next round
+    /// whose ring slot is occupied (or that round's start, where the slot is
+    /// too long to scan or holds only later turns). `None` when nothing can
+    /// ever fire.
+    pub(crate) fn next_expiration(&self) -> Option<u64> {
+        /// Ring entries looked at, at most, to find the exact tick.
+        const SCAN: usize = 64;
+        let next = self.elapsed + 1;
+        let round = next >> self.shift;
+        if let Some(bucket) = self.buckets.occupied.next_set((next & self.bucket_mask) as usize) {
+            return Some((round << self.shift) | bucket as u64);
+        }
+        let slot = self
+            .ring
+            .occupied
+            .next_set_cyclic(((round + 1) & self.ring_mask) as usize)?;
+        let next_round = round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask);
+        let round_start = next_round << self.shift;
+        let mut earliest = u64::MAX;
+        let mut key = self.ring.heads[slot];
+        for _ in 0..SCAN {
+            if key == NIL {
+                break;
+            }
+            let entry = &self.entries[key as usize];
+            if entry.tick() >> self.shift == next_round {
+                earliest = earliest.min(entry.tick());
+            }
+            key = entry.next;
+        }
+        if key == NIL && earliest != u64::MAX {
+            Some(earliest)
+        } else {
+            Some(round_start)
+        }
+    }
+
+    /// Unlinks every pending entry: owned ones are marked cancelled and their
+    /// values taken, detached ones removed. Calls `f` for each.
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(Expired<T>)) {
+        while let Some(key) = self.any_linked() {
+            self.unlink(key);
+            let entry = &mut self.entries[key as usize];
+            let expired = if entry.is_detached() {
+                Expired {
+                    key,
+                    detached: true,
+                    value: self.entries.remove(key as usize).value,
+                }
+            } else {
+                entry.prev = CANCELLED;
+                Expired {
+                    key,
+                    detached: false,
+                    value: std::mem::take(&mut entry.value),
+                }
+            };
+            f(expired);
+        }
+    }
+
+    /// Gives back the slab's spare capacity: all of it when the slab is
+    /// empty, else the vacant tail. Returns the bytes freed.
+    pub(crate) fn shrink(&mut self) -> usize {
+        let before = self.entries.capacity();
+        if self.entries.is_empty() {
+            self.entries = Slab::new();
+        } else {
+            self.entries.shrink_to_fit();
+        }
+        (before - self.entries.capacity()) * std::mem::size_of::<Entry<T>>()
+    }
+
+    fn any_linked(&self) -> Option<Key> {
+        if self.never != NIL {
+            return Some(self.never);
+        }
+        for level in [&self.buckets, &self.ring] {
+            if let Some(i) = level.occupied.next_set(0) {
+                return Some(level.heads[i]);
+            }
+        }
+        None
+    }
+
+    fn clamp(&self, tick: u64) -> u64 {
+        tick.clamp(self.elapsed + 1, NEVER)
+    }
+
+    /// Where a linked entry due at `tick` lives now.
+    fn list_for(&self, tick: u64) -> List {
+        if tick >= NEVER {
+            List::Never
+        } else if tick >> self.shift == (self.elapsed + 1) >> self.shift {
+            List::Bucket((tick & self.bucket_mask) as usize)
+        } else {
+            List::Ring(((tick >> self.shift) & self.ring_mask) as usize)
+        }
+    }
+
+    fn link(&mut self, key: Key, tick: u64) {
+        debug_assert!(tick > self.elapsed);
+        self.linked += 1;
+        let list = self.list_for(tick);
+        self.push(list, key);
+    }
+
+    /// Pushes `key` at the head of `list`.
+    fn push(&mut self, list: List, key: Key) {
+        let head = match list {
+            List::Bucket(i) => {
+                self.buckets.occupied.set(i);
+                &mut self.buckets.heads[i]
+            }
+            List::Ring(i) => {
+                self.ring.occupied.set(i);
+                &mut self.ring.heads[i]
+            }
+            List::Never => &mut self.never,
+        };
+        let old = std::mem::replace(head, key);
+        if old != NIL {
+            self.entries[old as usize].prev = key;
+        }
+        let entry = &mut self.entries[key as usize];
+        entry.next = old;
+        entry.prev = NIL;
+    }
+
+    /// Unlinks a pending entry; leaves its `prev` for the caller to set.
+    fn unlink(&mut self, key: Key) {
+        self.linked -= 1;
+        let entry = &self.entries[key as usize];
+        let (prev, next, tick) = (entry.prev, entry.next, entry.tick());
+        if next != NIL {
+            self.entries[next as usize].prev = prev;
+        }
+        if prev != NIL {
+            self.entries[prev as usize].next = next;
+            return;
+        }
+        let (head, occupied, index) = match self.list_for(tick) {
+            List::Bucket(i) => (&mut self.buckets.heads[i], Some(&mut self.buckets.occupied), i),
+            List::Ring(i) => (&mut self.ring.heads[i], Some(&mut self.ring.occupied), i),
+            List::Never => (&mut self.never, None, 0),
+        };
+        debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
+        *head = next;
+        if next == NIL {
+            if let Some(occupied) = occupied {
+                occupied.clear(index);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain_due(w: &mut Wheel<u64>, now: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        while let Some(e) = w.pop_expired(now) {
+            out.push(e.value);
+        }
+        out
+    }
+
+    #[test]
+    fn entry_is_four_words_and_leaves_a_niche_for_the_slab_tag() {
+        type E = Entry<Option<std::task::Waker>>;
+        assert_eq!(std::mem::size_of::<E>(), 32);
+        // `slab` stores `enum { Vacant(usize), Occupied(E) }`; the non-zero
+        // tick lets that enum stay at 32 bytes too.
+        #[allow(dead_code)]
+        enum SlabLike {
+            Vacant(usize),
+            Occupied(E),
+        }
+        assert_eq!(std::mem::size_of::<SlabLike>(), 32);
+    }
+
+    #[test]
+    fn round_and_slot_maths() {
+        let w = Wheel::<u64>::new(8, 4);
+        assert_eq!(w.shift, 3);
+        assert!(matches!(w.list_for(7), List::Bucket(7)));
+        assert!(matches!(w.list_for(8), List::Ring(1)));
+        assert!(matches!(w.list_for(8 * 4 + 3), List::Ring(0)));
+        assert!(matches!(w.list_for(NEVER), List::Never));
+    }
+
+    #[test]
+    fn fires_each_at_its_tick_across_rounds() {
+        let mut w = Wheel::<u64>::new(4, 2);
+        for t in [1u64, 3, 4, 5, 8, 9, 17, 100] {
+            w.insert(t, false, t);
+        }
+        for now in 0..=120 {
+            for v in drain_due(&mut w, now) {
+                assert_eq!(v, now, "fired at the wrong tick");
+            }
+        }
+        assert_eq!(w.len(), 0);
+    }
+
+    #[test]
+    fn jumps_fire_in_order() {
+        let mut w = Wheel::<u64>::new(4, 4);
+        for t in [50u64, 3, 1000, 7, 16, 64, 65] {
+            w.insert(t, true, t);
+        }
+        assert_eq!(drain_due(&mut w, 999), vec![3, 7, 16, 50, 64, 65]);
+        assert_eq!(w.next_expiration().map(|t| t <= 1000), Some(true));
+        assert_eq!(drain_due(&mut w, 5000), vec![1000]);
+        assert_eq!(w.next_expiration(), None);
+        assert_eq!(w.entries(), 0, "detached entries are removed when they fire");
+    }
+
+    #[test]
+    fn past_ticks_fire_on_the_next_tick() {
+        let mut w = Wheel::<u64>::new(8, 8);
+        assert!(drain_due(&mut w, 10).is_empty());
+        w.insert(3, false, 3);
+        assert_eq!(w.next_expiration(), Some(11));
+        assert_eq!(drain_due(&mut w, 11), vec![3]);
+    }
+
+    #[test]
+    fn remove_and_reset() {
+        let mut w = Wheel::<u64>::new(8, 8);
+        let a = w.insert(5, false, 5);
+        let b = w.insert(5, false, 6);
+        let c = w.insert(500, false, 7);
+        assert_eq!(w.remove(a), (State::Pending, 5));
+        assert_eq!(w.reset(c, 6), (State::Pending, None));
+        assert_eq!(drain_due(&mut w, 5), vec![6]);
+        assert_eq!(w.state(b), State::Fired);
+        assert_eq!(drain_due(&mut w, 6), vec![7]);
+        assert_eq!(w.reset(b, 2), (State::Fired, Some(0)));
+        assert_eq!(w.reset(b, 9), (State::Fired, None));
+        assert_eq!(w.state(b), State::Pending);
+        assert_eq!(w.next_expiration(), Some(9), "exact tick found in the ring");
+    }
+
+    #[test]
+    fn never_and_drain() {
+        let mut w = Wheel::<u64>::new(8, 8);
+        let a = w.insert(u64::MAX, false, 1);
+        w.insert(3, true, 2);
+        w.insert(300, false, 3);
+        assert_eq!(w.next_expiration(), Some(3));
+        assert!(drain_due(&mut w, NEVER + 10).contains(&2));
+        let mut drained = Vec::new();
+        w.drain(|e| drained.push(e.value));
+        drained.sort();
+        assert_eq!(drained, vec![1]);
+        assert_eq!(w.state(a), State::Cancelled);
+        assert_eq!(w.len(), 0);
+    }
+
+    #[test]
+    fn far_entries_wait_in_the_ring_without_being_visited_each_turn() {
+        let mut w = Wheel::<u64>::new(4, 4);
+        w.insert(4 * 4 * 10 + 1, false, 1);
+        // The next work is the start of the entry's ring slot's next round
+        // (the slot holds only a later turn), not every tick.
+        assert_eq!(w.next_expiration(), Some(16));
+        assert!(drain_due(&mut w, 4 * 4 * 10).is_empty());
+        assert_eq!(drain_due(&mut w, 4 * 4 * 10 + 1), vec![1]);
+    }
+}

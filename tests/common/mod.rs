@@ -1,0 +1,38 @@
+#![allow(dead_code)]
+//! Helpers shared by the behaviour tests.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+use std::time::Duration;
+
+pub const MS: Duration = Duration::from_millis(1);
+
+/// Lets the driver and woken tasks run: under paused time nothing else
+/// moves the clock.
+pub async fn settle() {
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Advances paused time by `d`, then lets the driver run.
+pub async fn advance(d: Duration) {
+    tokio::time::advance(d).await;
+    settle().await;
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+pub struct CountingWaker(pub AtomicUsize);
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
+    let counter = Arc::new(CountingWaker::default());
+    (counter.clone(), Waker::from(counter))
+}
