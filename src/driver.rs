@@ -15,7 +15,6 @@
 //! notification sent while it was not waiting is kept as a permit.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::atomic::Ordering;
@@ -41,8 +40,8 @@ enum Fired {
     Task(Arc<TaskInner>),
 }
 
-pub(crate) fn run(weak: Weak<Shared>, notify: Arc<Notify>) -> impl Future<Output = ()> + Send {
-    async move {
+pub(crate) async fn run(weak: Weak<Shared>, notify: Arc<Notify>) {
+    {
         // If the runtime drops this task while the timer lives (it shut
         // down), nothing will fire any more: stop the timer so every pending
         // timeout completes instead of hanging.

@@ -269,11 +269,9 @@ impl Timeout {
         let shard = self.shard();
         match self.kind() {
             UNREGISTERED => self.set(UNREGISTERED, tick),
-            FIRED => {
-                if !self.shared.is_stopped() {
-                    self.shared.reacquire(shard);
-                    self.set(UNREGISTERED, tick);
-                }
+            FIRED if !self.shared.is_stopped() => {
+                self.shared.reacquire(shard);
+                self.set(UNREGISTERED, tick);
             }
             REGISTERED => {
                 let (state, fired_now) = self.shared.lock(shard).wheel.reset(self.key(), tick);
@@ -458,8 +456,6 @@ impl<F: Future> Future for WithTimeout<F> {
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        Pin::new(this.timeout)
-            .poll(cx)
-            .map(|()| Err(Elapsed(())))
+        Pin::new(this.timeout).poll(cx).map(|()| Err(Elapsed(())))
     }
 }

@@ -52,7 +52,11 @@ async fn past_deadline_with_sleeping_driver_fires_on_the_next_tick() {
         assert!(t.is_woken(), "the driver must be woken by the insert");
         assert_ready!(t.poll());
     }
-    assert_eq!(Instant::now(), before, "completed without waiting for time to pass");
+    assert_eq!(
+        Instant::now(),
+        before,
+        "completed without waiting for time to pass"
+    );
 }
 
 #[tokio::test(start_paused = true)]

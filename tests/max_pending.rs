@@ -18,7 +18,10 @@ async fn the_next_try_fails_and_a_place_frees_at_once() {
     assert!(err.is_at_capacity());
     assert!(!err.is_stopped());
     assert_eq!(err.to_string(), "timer is at capacity (3 pending)");
-    assert!(timer.try_schedule(Duration::from_secs(1), || {}).unwrap_err().is_at_capacity());
+    assert!(timer
+        .try_schedule(Duration::from_secs(1), || {})
+        .unwrap_err()
+        .is_at_capacity());
 
     // Cancelling frees a place.
     drop(a);
@@ -68,7 +71,10 @@ fn the_limit_holds_exactly_under_concurrent_inserts() {
             })
         })
         .collect();
-    let held: Vec<_> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let held: Vec<_> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
     assert_eq!(held.len(), 1000);
     assert_eq!(timer.pending(), 1000);
     drop(held);

@@ -25,7 +25,10 @@ async fn fires_at_the_deadline_not_a_tick_before() {
 
 #[tokio::test(start_paused = true)]
 async fn sub_tick_deadlines_round_up() {
-    let timer = Timer::builder().tick(Duration::from_millis(10)).build().unwrap();
+    let timer = Timer::builder()
+        .tick(Duration::from_millis(10))
+        .build()
+        .unwrap();
     let start = Instant::now();
     let mut t = task::spawn(timer.sleep(Duration::from_millis(11)));
     assert_pending!(t.poll());
@@ -53,7 +56,11 @@ async fn many_deadlines_each_within_one_tick() {
     }
     for h in handles {
         let (deadline, fired) = h.await.unwrap();
-        assert!(fired >= deadline, "fired early: {:?} before", deadline - fired);
+        assert!(
+            fired >= deadline,
+            "fired early: {:?} before",
+            deadline - fired
+        );
         assert!(fired - deadline < MS, "late by {:?}", fired - deadline);
     }
     assert!(start.elapsed() > Duration::from_secs(2));
@@ -63,7 +70,21 @@ async fn many_deadlines_each_within_one_tick() {
 #[tokio::test(start_paused = true)]
 async fn deadlines_on_bucket_and_round_edges() {
     let timer = Timer::builder().wheel_size(8).build().unwrap();
-    for ms in [1u64, 7, 8, 9, 15, 16, 17, 63, 64, 65, 8 * 64, 8 * 64 + 1, 8 * 64 * 3] {
+    for ms in [
+        1u64,
+        7,
+        8,
+        9,
+        15,
+        16,
+        17,
+        63,
+        64,
+        65,
+        8 * 64,
+        8 * 64 + 1,
+        8 * 64 * 3,
+    ] {
         let start = Instant::now();
         timer.sleep(Duration::from_millis(ms)).await;
         assert_eq!(start.elapsed(), Duration::from_millis(ms), "delay {ms}ms");

@@ -24,7 +24,10 @@ async fn runs_once_on_the_driver_after_the_deadline() {
     assert!(ran.lock().unwrap().is_empty());
     assert!(!handle.is_expired());
     advance(MS).await;
-    assert_eq!(*ran.lock().unwrap(), vec![start + Duration::from_millis(10)]);
+    assert_eq!(
+        *ran.lock().unwrap(),
+        vec![start + Duration::from_millis(10)]
+    );
     assert!(handle.is_expired());
     assert!(!handle.cancel());
     advance(Duration::from_secs(5)).await;

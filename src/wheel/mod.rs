@@ -287,7 +287,10 @@ impl<T: Default> Wheel<T> {
             }
             let next = self.elapsed + 1;
             let round = next >> self.shift;
-            if let Some(bucket) = self.buckets.occupied.next_set((next & self.bucket_mask) as usize)
+            if let Some(bucket) = self
+                .buckets
+                .occupied
+                .next_set((next & self.bucket_mask) as usize)
             {
                 let tick = (round << self.shift) | bucket as u64;
                 if tick > now {
@@ -372,7 +375,11 @@ impl<T: Default> Wheel<T> {
         const SCAN: usize = 64;
         let next = self.elapsed + 1;
         let round = next >> self.shift;
-        if let Some(bucket) = self.buckets.occupied.next_set((next & self.bucket_mask) as usize) {
+        if let Some(bucket) = self
+            .buckets
+            .occupied
+            .next_set((next & self.bucket_mask) as usize)
+        {
             return Some((round << self.shift) | bucket as u64);
         }
         let slot = self
@@ -505,7 +512,11 @@ impl<T: Default> Wheel<T> {
             return;
         }
         let (head, occupied, index) = match self.list_for(tick) {
-            List::Bucket(i) => (&mut self.buckets.heads[i], Some(&mut self.buckets.occupied), i),
+            List::Bucket(i) => (
+                &mut self.buckets.heads[i],
+                Some(&mut self.buckets.occupied),
+                i,
+            ),
             List::Ring(i) => (&mut self.ring.heads[i], Some(&mut self.ring.occupied), i),
             List::Never => (&mut self.never, None, 0),
         };
@@ -579,7 +590,11 @@ mod tests {
         assert_eq!(w.next_expiration().map(|t| t <= 1000), Some(true));
         assert_eq!(drain_due(&mut w, 5000), vec![1000]);
         assert_eq!(w.next_expiration(), None);
-        assert_eq!(w.entries(), 0, "detached entries are removed when they fire");
+        assert_eq!(
+            w.entries(),
+            0,
+            "detached entries are removed when they fire"
+        );
     }
 
     #[test]
