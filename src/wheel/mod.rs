@@ -35,6 +35,8 @@
 //!   or [`CANCELLED`].
 
 mod bitset;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod model;
 
 use std::num::NonZeroU64;
 
@@ -183,13 +185,13 @@ impl<T: Default> Wheel<T> {
     }
 
     /// How many entries are linked (pending).
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn len(&self) -> usize {
         self.linked
     }
 
     /// How many entries the slab holds, pending or owned after firing.
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn entries(&self) -> usize {
         self.entries.len()
     }
@@ -310,11 +312,18 @@ impl<T: Default> Wheel<T> {
     fn enter_next_round(&mut self, now: u64) {
         let round = (self.elapsed + 1) >> self.shift;
         let now_round = (now + 1) >> self.shift;
-        let ring_round = self
-            .ring
-            .occupied
-            .next_set_cyclic(((round + 1) & self.ring_mask) as usize)
-            .map(|slot| round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask));
+        let turns = now_round.saturating_sub(round) / (self.ring_mask + 1);
+        let ring_round = if turns > self.linked as u64 {
+            // A jump over more turns of the ring than there are entries
+            // (years of paused time, a long suspend): looking at every entry
+            // once costs less than visiting an occupied slot on every turn.
+            self.earliest_ring_round()
+        } else {
+            self.ring
+                .occupied
+                .next_set_cyclic(((round + 1) & self.ring_mask) as usize)
+                .map(|slot| round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask))
+        };
         match ring_round {
             Some(next) if next <= now_round => {
                 self.elapsed = (next << self.shift) - 1;
@@ -322,6 +331,23 @@ impl<T: Default> Wheel<T> {
             }
             _ => self.elapsed = now,
         }
+    }
+
+    /// The earliest round of any entry in the ring.
+    fn earliest_ring_round(&self) -> Option<u64> {
+        let mut earliest = None;
+        let mut from = 0;
+        while let Some(slot) = self.ring.occupied.next_set(from) {
+            let mut key = self.ring.heads[slot];
+            while key != NIL {
+                let entry = &self.entries[key as usize];
+                let round = entry.tick() >> self.shift;
+                earliest = Some(earliest.map_or(round, |e: u64| e.min(round)));
+                key = entry.next;
+            }
+            from = slot + 1;
+        }
+        earliest
     }
 
     /// The cursor entered `round`: move the ring's entries for it into their
@@ -637,6 +663,25 @@ mod tests {
         assert_eq!(drained, vec![1]);
         assert_eq!(w.state(a), State::Cancelled);
         assert_eq!(w.len(), 0);
+    }
+
+    /// Regression: a jump over many turns of the ring used to visit the
+    /// slot of a far entry once per turn (2^44 visits here: hours).
+    #[test]
+    fn huge_jump_past_a_far_entry_does_not_walk_every_ring_turn() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut w = Wheel::<u64>::new(1, 1);
+            w.insert(1 << 44, false, 1);
+            w.insert(3, false, 2);
+            let mut fired = drain_due(&mut w, 1 << 45);
+            fired.extend(drain_due(&mut w, NEVER + 1));
+            tx.send(fired).unwrap();
+        });
+        let fired = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a jump of 2^45 ticks over one far entry did not finish");
+        assert_eq!(fired, vec![2, 1]);
     }
 
     #[test]
