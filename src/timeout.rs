@@ -274,7 +274,15 @@ impl Timeout {
                 self.set(UNREGISTERED, tick);
             }
             REGISTERED => {
-                let (state, fired_now) = self.shared.lock(shard).wheel.reset(self.key(), tick);
+                let mut guard = self.shared.lock(shard);
+                // The driver of a stopped timer is gone: an entry that fired
+                // before the stop must not go back into the wheel, where it
+                // would never fire (checked under the lock `stop` drains by).
+                if self.shared.is_stopped() {
+                    return;
+                }
+                let (state, fired_now) = guard.wheel.reset(self.key(), tick);
+                drop(guard);
                 match (state, fired_now) {
                     (State::Pending, Some(waker)) => {
                         self.shared.release(shard, 1);

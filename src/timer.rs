@@ -769,7 +769,11 @@ impl Shared {
 
     /// The instant tick `tick` begins.
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
-        let since = Duration::from_nanos(tick.saturating_mul(self.tick_ns));
+        // In u128: a `u64` of nanoseconds ends after 584 years, well inside
+        // the wheel's range (over 2,000 years at a 1 ms tick).
+        let ns = u128::from(tick) * u128::from(self.tick_ns);
+        let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
+        let since = Duration::new(secs, (ns % 1_000_000_000) as u32);
         self.start
             .checked_add(since)
             .filter(|_| tick < NEVER)
