@@ -15,6 +15,7 @@
 //! notification sent while it was not waiting is kept as a permit.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::atomic::Ordering;
@@ -40,12 +41,17 @@ enum Fired {
     Task(Arc<TaskInner>),
 }
 
-pub(crate) async fn run(weak: Weak<Shared>, notify: Arc<Notify>) {
+/// The driver task. Its drop guard exists from the call on, not from the
+/// first poll: a runtime may shut down before it ever polls the task.
+pub(crate) fn run(weak: Weak<Shared>, notify: Arc<Notify>) -> impl Future<Output = ()> {
+    // If the runtime drops this task while the timer lives (it shut down),
+    // nothing will fire any more: stop the timer so every pending timeout
+    // completes instead of hanging.
+    drive(StopOnDrop(weak.clone()), weak, notify)
+}
+
+async fn drive(_guard: StopOnDrop, weak: Weak<Shared>, notify: Arc<Notify>) {
     {
-        // If the runtime drops this task while the timer lives (it shut
-        // down), nothing will fire any more: stop the timer so every pending
-        // timeout completes instead of hanging.
-        let _guard = StopOnDrop(weak.clone());
         let mut sleep = pin!(tokio::time::sleep_until(far_future(
             tokio::time::Instant::now()
         )));
