@@ -756,14 +756,18 @@ impl Shared {
 
     /// The last tick that has begun by the clock.
     pub(crate) fn now_tick(&self) -> u64 {
-        nanos(Instant::now().saturating_duration_since(self.start)) / self.tick_ns
+        let since = Instant::now().saturating_duration_since(self.start);
+        u64::try_from(since.as_nanos() / u128::from(self.tick_ns)).unwrap_or(u64::MAX)
     }
 
     /// The first tick at or after `deadline`.
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         match deadline.checked_duration_since(self.start) {
             None => 0,
-            Some(since) => nanos(since).div_ceil(self.tick_ns).min(NEVER),
+            // In u128: `u64` nanoseconds end after 584 years, and a
+            // deadline saturated there would fire early.
+            Some(since) => u64::try_from(since.as_nanos().div_ceil(u128::from(self.tick_ns)))
+                .map_or(NEVER, |tick| tick.min(NEVER)),
         }
     }
 
@@ -920,11 +924,4 @@ impl Drop for Shared {
         // The driver waits holding only a `Weak`: tell it to look again.
         self.notify.notify_one();
     }
-}
-
-/// Whole nanoseconds, saturating (a `u64` holds 584 years).
-fn nanos(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::from(d.subsec_nanos()))
 }
