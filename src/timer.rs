@@ -542,7 +542,13 @@ impl Timer {
     /// ```
     pub fn shrink(&self) -> usize {
         (0..self.shared.shards.len())
-            .map(|shard| self.shared.lock(shard).wheel.shrink())
+            .map(|shard| {
+                let mut state = self.shared.lock(shard);
+                let tasks = state.tasks.capacity();
+                state.tasks.shrink_to_fit();
+                let freed = tasks - state.tasks.capacity();
+                state.wheel.shrink() + freed * std::mem::size_of::<(Key, Arc<TaskInner>)>()
+            })
             .sum()
     }
 

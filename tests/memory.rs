@@ -1,0 +1,168 @@
+//! Memory comes back: storage grows to the most timeouts held at once, is
+//! reused after that, and [`Timer::shrink`] returns it when the timer idles.
+//!
+//! Storage is observed through `shrink`'s return value (the bytes it
+//! freed): equal results mean equal capacity. The issue asks for batches of
+//! a million; CI runs 200,000 per batch (set `HASHWHEEL_MEMORY_N` to run
+//! more, e.g. `HASHWHEEL_MEMORY_N=1000000 cargo test --release --test memory`).
+
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use common::{advance, MS};
+use futures::task::noop_waker;
+use hashwheel::Timer;
+
+fn batch_size() -> usize {
+    std::env::var("HASHWHEEL_MEMORY_N")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200_000)
+}
+
+fn one_shard() -> Timer {
+    Timer::builder().shards(1).build().unwrap()
+}
+
+/// Creates `n` timeouts, registers each in the wheel, and cancels them all.
+fn create_and_cancel(timer: &Timer, n: usize, waker: &Waker) {
+    let mut cx = Context::from_waker(waker);
+    let mut held = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut t = timer.sleep(Duration::from_secs(60 + i as u64 % 3600));
+        assert!(Pin::new(&mut t).poll(&mut cx).is_pending());
+        held.push(t);
+    }
+    assert_eq!(timer.pending(), n);
+    drop(held);
+    assert_eq!(timer.pending(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_timeouts_storage_is_reused_by_the_next_batches() {
+    let n = batch_size();
+    let waker = noop_waker();
+
+    // One batch: the storage a burst of `n` needs.
+    let once = one_shard();
+    create_and_cancel(&once, n, &waker);
+    let one_batch = once.shrink();
+    assert!(
+        one_batch >= n * 16,
+        "{one_batch} bytes freed for {n} timeouts"
+    );
+    assert_eq!(once.shrink(), 0, "shrink gave everything back");
+
+    // Three batches in a row without shrinking: the storage is reused, so
+    // the capacity stays that of one batch.
+    let many = one_shard();
+    for _ in 0..3 {
+        create_and_cancel(&many, n, &waker);
+    }
+    assert_eq!(many.shrink(), one_batch, "later batches grew the storage");
+
+    // After a shrink the timer still works, from empty storage.
+    create_and_cancel(&many, 1000, &waker);
+    let mut t = tokio_test::task::spawn(many.sleep(MS));
+    assert!(t.poll().is_pending());
+    advance(MS).await;
+    assert!(t.poll().is_ready());
+}
+
+/// Creates `n` timeouts due in 1 ms, lets them fire, and completes them.
+async fn create_and_fire(timer: &Timer, n: usize) {
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut held: Vec<_> = (0..n).map(|_| timer.sleep(MS)).collect();
+    for t in &mut held {
+        assert!(Pin::new(t).poll(&mut cx).is_pending());
+    }
+    advance(MS).await;
+    assert_eq!(timer.pending(), 0);
+    for t in &mut held {
+        assert!(Pin::new(t).poll(&mut cx).is_ready());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn fired_timeouts_storage_is_reused_too() {
+    let n = batch_size() / 4;
+    let once = one_shard();
+    create_and_fire(&once, n).await;
+    let one_batch = once.shrink();
+    assert!(one_batch >= n * 16);
+    let many = one_shard();
+    for _ in 0..3 {
+        create_and_fire(&many, n).await;
+    }
+    assert_eq!(many.shrink(), one_batch, "later batches grew the storage");
+}
+
+#[tokio::test(start_paused = true)]
+async fn storage_follows_the_peak_not_the_total() {
+    let waker = noop_waker();
+    // 100,000 timeouts in all, at most 10 at a time...
+    let churned = one_shard();
+    for _ in 0..10_000 {
+        create_and_cancel(&churned, 10, &waker);
+    }
+    // ...hold as much storage as 10 at once.
+    let ten = one_shard();
+    create_and_cancel(&ten, 10, &waker);
+    assert_eq!(churned.shrink(), ten.shrink());
+}
+
+#[tokio::test(start_paused = true)]
+async fn shrink_keeps_live_timeouts() {
+    let timer = one_shard();
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut held: Vec<_> = (0..10_000u64)
+        .map(|i| timer.sleep(Duration::from_millis(1 + i % 50)))
+        .collect();
+    for t in &mut held {
+        assert!(Pin::new(t).poll(&mut cx).is_pending());
+    }
+    // Drop all but the last few hundred (the tail of the storage stays).
+    let kept = held.split_off(9_700);
+    drop(held);
+    assert!(timer.shrink() > 0);
+    assert_eq!(timer.pending(), 300);
+    let mut kept: Vec<_> = kept.into_iter().map(tokio_test::task::spawn).collect();
+    for t in &mut kept {
+        assert!(t.poll().is_pending());
+    }
+    advance(Duration::from_millis(50)).await;
+    for t in &mut kept {
+        assert!(t.is_woken());
+        assert!(t.poll().is_ready());
+    }
+    assert_eq!(timer.pending(), 0);
+}
+
+/// Regression: `shrink` gave back the wheel's storage but not the map of
+/// scheduled tasks, which kept the size of the largest burst of tasks.
+#[tokio::test(start_paused = true)]
+async fn shrink_returns_the_storage_of_cancelled_tasks() {
+    let n = 50_000;
+    let waker = noop_waker();
+    let timeouts = one_shard();
+    create_and_cancel(&timeouts, n, &waker);
+    let tasks = one_shard();
+    let handles: Vec<_> = (0..n)
+        .map(|_| tasks.schedule(Duration::from_secs(60), || {}))
+        .collect();
+    for h in &handles {
+        assert!(h.cancel());
+    }
+    assert_eq!(tasks.pending(), 0);
+    // Tasks use the same wheel storage as timeouts, and a map besides.
+    assert!(
+        tasks.shrink() > timeouts.shrink(),
+        "the task map was not shrunk"
+    );
+}
