@@ -80,3 +80,95 @@ fn the_limit_holds_exactly_under_concurrent_inserts() {
     drop(held);
     assert_eq!(timer.pending(), 0);
 }
+
+#[test]
+fn the_limit_holds_exactly_under_concurrent_churn() {
+    const MAX: usize = 500;
+    const THREADS: usize = 4;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let timer = rt.block_on(async { Timer::builder().max_pending(MAX).shards(3).build().unwrap() });
+    // Live timeouts and tasks, counted after each is created and before
+    // each is given back: never above the true count, so never above MAX
+    // while the limit holds.
+    let live = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(THREADS));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|seed| {
+            let (timer, live, barrier) = (timer.clone(), live.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                let mut state = seed as u64 + 1;
+                let mut rand = move || {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state
+                };
+                let mut timeouts = Vec::new();
+                let mut tasks = Vec::new();
+                let mut refused = 0;
+                // Churn: create while the limit allows, give back at random.
+                for _ in 0..20_000 {
+                    match rand() % 5 {
+                        0 | 1 => match timer.try_sleep(Duration::from_secs(60)) {
+                            Ok(t) => {
+                                assert!(live.fetch_add(1, SeqCst) < MAX, "over the limit");
+                                timeouts.push(t);
+                            }
+                            Err(e) => {
+                                assert!(e.is_at_capacity());
+                                refused += 1;
+                            }
+                        },
+                        2 => match timer.try_schedule(Duration::from_secs(60), || {}) {
+                            Ok(h) => {
+                                assert!(live.fetch_add(1, SeqCst) < MAX, "over the limit");
+                                tasks.push(h);
+                            }
+                            Err(e) => assert!(e.is_at_capacity()),
+                        },
+                        3 if !timeouts.is_empty() => {
+                            let i = rand() as usize % timeouts.len();
+                            live.fetch_sub(1, SeqCst);
+                            drop(timeouts.swap_remove(i));
+                        }
+                        _ if !tasks.is_empty() => {
+                            let i = rand() as usize % tasks.len();
+                            live.fetch_sub(1, SeqCst);
+                            assert!(tasks.swap_remove(i).cancel());
+                        }
+                        _ => {}
+                    }
+                }
+                // Then all fill up together: exactly MAX fit.
+                barrier.wait();
+                while let Ok(t) = timer.try_sleep(Duration::from_secs(60)) {
+                    assert!(live.fetch_add(1, SeqCst) < MAX, "over the limit");
+                    timeouts.push(t);
+                }
+                (timeouts, tasks, refused)
+            })
+        })
+        .collect();
+    let mut held = 0;
+    let mut tasks_held = 0;
+    let mut refused = 0;
+    let mut keep = Vec::new();
+    for t in threads {
+        let (timeouts, tasks, r) = t.join().unwrap();
+        held += timeouts.len() + tasks.len();
+        tasks_held += tasks.len();
+        refused += r;
+        keep.push((timeouts, tasks));
+    }
+    assert!(refused > 0, "the churn never reached the limit");
+    assert_eq!(held, MAX);
+    assert_eq!(timer.pending(), MAX);
+    drop(keep);
+    // Dropping a task's handle does not cancel it: only the tasks remain.
+    assert_eq!(timer.pending(), tasks_held);
+}
