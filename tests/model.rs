@@ -36,8 +36,9 @@ use tokio::time::Instant;
 /// 2,000 years at a 1 ms tick).
 const NEVER: u64 = (1 << 46) - 1;
 const YEAR: Duration = Duration::from_secs(365 * 86_400);
-/// The clock is not moved past this much uptime.
-const MAX_UPTIME: Duration = Duration::from_secs(60 * 365 * 86_400);
+/// The clock is not moved past this much uptime (past 584 years, short of
+/// the horizon of 2^46 ticks at 1 ms).
+const MAX_UPTIME: Duration = Duration::from_secs(1500 * 365 * 86_400);
 
 /// splitmix64.
 struct Rng(u64);
@@ -124,8 +125,10 @@ fn gen_delay(rng: &mut Rng, shape: &Shape) -> Duration {
         35..=59 => ticks(rng.below(shape.buckets as u64 * 8)) + jitter,
         60..=74 => ticks(rng.below(shape.buckets as u64 * shape.ring() * 3)) + jitter,
         75..=86 => Duration::from_millis(rng.below(30 * 86_400_000)),
-        87..=94 => YEAR + Duration::from_millis(rng.below(4 * 365 * 86_400_000)),
-        95..=97 => Duration::MAX,
+        87..=92 => YEAR + Duration::from_millis(rng.below(4 * 365 * 86_400_000)),
+        // Centuries: past 584 years, where `u64` nanoseconds end.
+        93..=95 => YEAR * (100 + rng.below(900) as u32),
+        96..=97 => Duration::MAX,
         _ => YEAR * 100_000,
     }
 }
@@ -137,7 +140,8 @@ fn gen_advance(rng: &mut Rng, shape: &Shape) -> Op {
         30..=49 => rng.below(tick_ms * shape.buckets as u64 * 4),
         50..=64 => rng.below(tick_ms * shape.buckets as u64 * shape.ring() * 2),
         65..=74 => rng.below(40 * 86_400_000),
-        75..=79 => 365 * 86_400_000 + rng.below(3 * 365 * 86_400_000),
+        75..=78 => 365 * 86_400_000 + rng.below(3 * 365 * 86_400_000),
+        79 => (100 + rng.below(200)) * 365 * 86_400_000,
         _ => {
             let offset_ms = rng.below(3) as i8 - 1;
             return Op::AdvanceToNext { offset_ms };
@@ -252,13 +256,17 @@ impl Model {
             None => NEVER,
             Some(d) => match d.checked_duration_since(self.start) {
                 None => 0,
-                Some(since) => nanos(since).div_ceil(self.shape.tick_ns()).min(NEVER),
+                Some(since) => {
+                    let tick = since.as_nanos().div_ceil(u128::from(self.shape.tick_ns()));
+                    u64::try_from(tick).map_or(NEVER, |tick| tick.min(NEVER))
+                }
             },
         }
     }
 
     fn now_tick(&self) -> u64 {
-        nanos(Instant::now() - self.start) / self.shape.tick_ns()
+        let since = (Instant::now() - self.start).as_nanos();
+        u64::try_from(since / u128::from(self.shape.tick_ns())).unwrap()
     }
 
     fn instant_of(&self, tick: u64) -> Instant {
@@ -302,7 +310,7 @@ impl Model {
                 );
                 ensure!(
                     l.timeout.is_cancelled() == l.cancelled
-                        && l.timeout.is_expired() == !l.cancelled,
+                        && l.timeout.is_expired() != l.cancelled,
                     "timeout {id}: cancelled {}, expired {}, model cancelled {}",
                     l.timeout.is_cancelled(),
                     l.timeout.is_expired(),
@@ -324,7 +332,7 @@ impl Model {
                     wakes - l.wakes_seen
                 );
                 ensure!(
-                    l.timeout.is_cancelled() == stopped && l.timeout.is_expired() == !stopped,
+                    l.timeout.is_cancelled() == stopped && l.timeout.is_expired() != stopped,
                     "timeout {id}: cancelled {}, expired {}, timer stopped {stopped}",
                     l.timeout.is_cancelled(),
                     l.timeout.is_expired()
@@ -375,7 +383,8 @@ impl Model {
             },
         );
         if poll {
-            self.poll(id)?;
+            // Ready or not, `poll` checked the answer against the model.
+            let _ = self.poll(id)?;
         }
         let (got, want) = (self.timer.pending(), self.pending());
         ensure!(got == want, "pending() = {got} after a sleep, model {want}");
@@ -400,7 +409,8 @@ impl Model {
             l.done = false;
         }
         if poll {
-            self.poll(id)?;
+            // Ready or not, `poll` checked the answer against the model.
+            let _ = self.poll(id)?;
         }
         Ok(())
     }
