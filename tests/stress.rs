@@ -273,3 +273,33 @@ fn stop_under_concurrent_use_completes_every_timeout() {
         assert!(timer.is_stopped());
     });
 }
+
+/// The driver sleeps until its planned tick (here an hour out); every insert
+/// earlier than that, from any thread and at any point of the driver's
+/// turn, must wake it (see `Shared::note_deadline`). A lost wake-up leaves
+/// a timeout waiting for the hour.
+#[test]
+fn an_earlier_insert_from_any_thread_always_wakes_the_driver() {
+    with_watchdog(|| async {
+        let timer = Timer::builder().shards(3).build().unwrap();
+        let mut far = timer.sleep(Duration::from_secs(3600));
+        assert!(futures::poll!(&mut far).is_pending());
+        for round in 0..200u64 {
+            let waiters: Vec<_> = (0..TASKS)
+                .map(|i| {
+                    let timer = timer.clone();
+                    tokio::spawn(async move {
+                        let t = timer.sleep(Duration::from_micros(200 * (round % 5 + i)));
+                        tokio::time::timeout(Duration::from_secs(10), t)
+                            .await
+                            .expect("lost wake-up: the driver slept past an earlier insert");
+                    })
+                })
+                .collect();
+            for w in waiters {
+                w.await.unwrap();
+            }
+        }
+        assert_eq!(timer.pending(), 1);
+    });
+}
