@@ -3,14 +3,16 @@
 //! Seeded operation sequences (sleep with delays from zero to years and
 //! "never", cancel, reset earlier and later, reset into the past, advance the
 //! clock by a tick or by years, advance to just before, at or after the next
-//! deadline, stop) run against a reference model, a `BTreeMap` of the live
-//! timeouts. After every step:
+//! deadline, schedule and cancel tasks, stop) run against a reference
+//! model, `BTreeMap`s of the live timeouts and tasks. After every step:
 //!
 //! * every timeout whose first tick at or after its deadline has begun has
 //!   fired: woken exactly once, and ready when polled (none lost, none late
 //!   by even a tick of the paused clock);
 //! * no other timeout was woken or is ready (never early);
 //! * a driver catch-up wakes in deadline order (tick by tick);
+//! * a task runs once, at its fire tick (or on the next tick if it was due
+//!   when scheduled: never inline), never after it was cancelled;
 //! * a cancelled timeout is never woken again;
 //! * `pending()` equals the model's count, and `deadline()` the model's.
 //!
@@ -29,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use hashwheel::{Timeout, Timer};
+use hashwheel::{TaskHandle, Timeout, Timer};
 use tokio::time::Instant;
 
 /// Deadlines at or past this tick never fire (the wheel's horizon: over
@@ -107,6 +109,13 @@ enum Op {
         ago: Duration,
         poll: bool,
     },
+    /// `try_schedule` a task.
+    Schedule {
+        delay: Duration,
+    },
+    CancelTask {
+        pick: usize,
+    },
     Advance(Duration),
     /// Advance to the earliest pending fire instant, plus `offset_ms`.
     AdvanceToNext {
@@ -177,6 +186,10 @@ fn gen_ops(rng: &mut Rng, shape: &Shape, len: usize) -> Vec<Op> {
                     poll: rng.percent() < 85,
                 },
                 61 if rng.percent() < 20 => Op::Stop,
+                62..=66 => Op::Schedule {
+                    delay: gen_delay(rng, shape),
+                },
+                67 | 68 => Op::CancelTask { pick },
                 _ => gen_advance(rng, shape),
             }
         })
@@ -226,11 +239,26 @@ struct Live {
     wakes_seen: usize,
 }
 
+/// A scheduled task and what the model expects of it.
+struct LiveTask {
+    handle: TaskHandle,
+    deadline: Option<Instant>,
+    fire_tick: u64,
+    /// The tick it must have run by: its fire tick, or, if that was already
+    /// due when it was scheduled, the next tick (tasks never run inline).
+    due_by: u64,
+    /// Ran, or was cancelled.
+    done: bool,
+}
+
 struct Model {
     shape: Shape,
     timer: Timer,
     start: Instant,
     live: BTreeMap<usize, Live>,
+    tasks: BTreeMap<usize, LiveTask>,
+    /// Tasks that ran, and when.
+    runs: Arc<Mutex<Vec<(usize, Instant)>>>,
     /// Probes of cancelled timeouts, with their wakes when cancelled.
     dead: Vec<(Arc<Probe>, usize)>,
     log: Arc<Mutex<Vec<usize>>>,
@@ -290,6 +318,18 @@ impl Model {
             return 0;
         }
         self.live.values().filter(|l| !l.done).count()
+            + self.tasks.values().filter(|t| !t.done).count()
+    }
+
+    /// The exact tick a timeout or task fires at, where the model knows it:
+    /// not for a task that was due when scheduled (it runs on the tick after
+    /// the last one the driver processed).
+    fn fire_tick(&self, id: usize) -> Option<u64> {
+        let timeout = self.live.get(&id).map(|l| l.fire_tick);
+        timeout.or_else(|| {
+            let task = self.tasks.get(&id)?;
+            (task.due_by == task.fire_tick).then_some(task.fire_tick)
+        })
     }
 
     /// Polls a live timeout and checks the answer against the model.
@@ -472,6 +512,63 @@ impl Model {
                     self.reset(id, Some(deadline), poll)?;
                 }
             }
+            Op::Schedule { delay } => {
+                self.next_id += 1;
+                let id = self.next_id;
+                let (log, runs) = (self.log.clone(), self.runs.clone());
+                let task = move || {
+                    log.lock().unwrap().push(id);
+                    runs.lock().unwrap().push((id, Instant::now()));
+                };
+                match self.timer.try_schedule(delay, task) {
+                    Ok(handle) => {
+                        ensure!(!self.stopped, "try_schedule succeeded on a stopped timer");
+                        let deadline = now.checked_add(delay);
+                        if let Some(deadline) = deadline {
+                            ensure!(handle.deadline() == deadline, "task {id}: deadline()");
+                        }
+                        let fire_tick = self.tick_of(deadline);
+                        let due_by = fire_tick.max(self.now_tick() + 1);
+                        let task = LiveTask {
+                            handle,
+                            deadline,
+                            fire_tick,
+                            due_by,
+                            done: false,
+                        };
+                        self.tasks.insert(id, task);
+                        let (got, want) = (self.timer.pending(), self.pending());
+                        ensure!(
+                            got == want,
+                            "pending() = {got} after a schedule, model {want}"
+                        );
+                    }
+                    Err(e) => ensure!(self.stopped && e.is_stopped(), "try_schedule: {e}"),
+                }
+            }
+            Op::CancelTask { pick } => {
+                let n = self.tasks.len();
+                if n == 0 {
+                    return Ok(());
+                }
+                let stopped = self.stopped;
+                let (id, task) = self.tasks.iter_mut().nth(pick % n).unwrap();
+                let was_pending = !task.done && !stopped;
+                let cancelled = task.handle.cancel();
+                ensure!(
+                    cancelled == was_pending,
+                    "task {id}: cancel() = {cancelled}, model says pending: {was_pending}"
+                );
+                if cancelled {
+                    task.done = true;
+                    ensure!(task.handle.is_cancelled(), "task {id}: not is_cancelled()");
+                }
+                let (got, want) = (self.timer.pending(), self.pending());
+                ensure!(
+                    got == want,
+                    "pending() = {got} after a task cancel, model {want}"
+                );
+            }
             Op::Advance(d) => self.advance(d).await,
             Op::AdvanceToNext { offset_ms } => {
                 let next = self
@@ -494,7 +591,21 @@ impl Model {
             }
             Op::Stop => {
                 let never_ran = self.timer.stop();
-                ensure!(never_ran.is_empty(), "stop() returned tasks");
+                let want = self.tasks.values().filter(|t| !t.done).count();
+                ensure!(
+                    never_ran.len() == want,
+                    "stop() returned {} tasks, model {want}",
+                    never_ran.len()
+                );
+                for (id, task) in &mut self.tasks {
+                    if !task.done {
+                        ensure!(
+                            task.handle.is_cancelled(),
+                            "task {id} not cancelled by stop()"
+                        );
+                        task.done = true;
+                    }
+                }
                 ensure!(self.timer.is_stopped(), "is_stopped() false after stop()");
                 self.stopped = true;
                 common::settle().await;
@@ -538,11 +649,37 @@ impl Model {
             // their tick; a cancelled one would have failed below.
             let ticks: Vec<(usize, u64)> = woken
                 .iter()
-                .filter_map(|id| self.live.get(id).map(|l| (*id, l.fire_tick)))
+                .filter_map(|&id| self.fire_tick(id).map(|tick| (id, tick)))
                 .collect();
             ensure!(
                 ticks.windows(2).all(|w| w[0].1 <= w[1].1),
                 "woken out of deadline order: (id, tick) {ticks:?}"
+            );
+        }
+        let now_tick = self.now_tick();
+        let runs = std::mem::take(&mut *self.runs.lock().unwrap());
+        for (id, at) in runs {
+            let Some(task) = self.tasks.get_mut(&id) else {
+                return Err(format!("unknown task {id} ran"));
+            };
+            ensure!(!task.done, "task {id} ran after it ran or was cancelled");
+            ensure!(
+                task.fire_tick < NEVER && task.fire_tick <= now_tick,
+                "task {id} ran early: fire tick {}, now tick {now_tick}",
+                task.fire_tick
+            );
+            if let Some(deadline) = task.deadline {
+                ensure!(at >= deadline, "task {id} ran before its deadline");
+            }
+            ensure!(task.handle.is_expired(), "task {id} ran, not is_expired()");
+            task.done = true;
+        }
+        for (id, task) in &self.tasks {
+            let due = task.due_by < NEVER && task.due_by <= now_tick;
+            ensure!(
+                task.done || !due,
+                "task {id} due by tick {} did not run by tick {now_tick}",
+                task.due_by
             );
         }
         for (probe, wakes) in &self.dead {
@@ -635,6 +772,8 @@ async fn run_async(shape: Shape, ops: &[Op]) -> Result<(), String> {
         timer,
         start,
         live: BTreeMap::new(),
+        tasks: BTreeMap::new(),
+        runs: Arc::new(Mutex::new(Vec::new())),
         dead: Vec::new(),
         log: Arc::new(Mutex::new(Vec::new())),
         next_id: 0,
