@@ -351,6 +351,22 @@ fn shutdown_of_a_runtime_that_never_polled_the_driver_stops_the_timer() {
     assert!(cancelled);
 }
 
+/// Regression, as above: the driver future of a timer built for a runtime
+/// that is already shut down is dropped unpolled; the timer used to stay
+/// "running" with no driver.
+#[test]
+fn a_timer_built_for_a_shut_down_runtime_is_stopped() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = rt.handle().clone();
+    drop(rt);
+    let timer = Timer::builder().handle(handle).build().unwrap();
+    assert!(timer.is_stopped());
+    assert!(timer.try_sleep(MS).unwrap_err().is_stopped());
+}
+
 /// Regression: a timeout that fired and was not polled yet went back into
 /// the wheel when reset after `stop`, and then never completed.
 #[tokio::test(start_paused = true)]
