@@ -63,7 +63,8 @@ impl Error {
     }
 
     /// [`Builder::build`](crate::Builder::build) was given a value it cannot
-    /// use; the message names it.
+    /// use, or [`Timer::try_interval`](crate::Timer::try_interval) a zero
+    /// period; the message names it.
     pub fn is_invalid_config(&self) -> bool {
         matches!(self.kind, Kind::InvalidConfig(_))
     }
