@@ -73,7 +73,10 @@ async fn zero_period_panics() {
 #[tokio::test]
 async fn zero_period_is_an_error_with_try() {
     let timer = Timer::new();
-    assert!(timer.try_interval(Duration::ZERO).unwrap_err().is_invalid_config());
+    assert!(timer
+        .try_interval(Duration::ZERO)
+        .unwrap_err()
+        .is_invalid_config());
     let err = timer
         .try_interval_at(Instant::now(), Duration::ZERO)
         .unwrap_err();
