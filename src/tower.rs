@@ -2,8 +2,8 @@
 //!
 //! [`TimeoutLayer`] wraps a service in a [`Timeout`] service, the hashwheel
 //! counterpart of `tower::timeout::Timeout`: the same error type
-//! ([`tower::BoxError`](::tower::BoxError) holding an
-//! [`Elapsed`](crate::Elapsed)), but each deadline is one O(1) wheel entry
+//! ([`tower::BoxError`] holding an
+//! [`Elapsed`]), but each deadline is one O(1) wheel entry
 //! instead of a boxed `tokio::time::Sleep`.
 //!
 //! Enabled by the `tower` feature.
@@ -119,7 +119,7 @@ impl<S> Layer<S> for TimeoutLayer {
 /// Each [`call`](Service::call) starts a hashwheel [`Timeout`](crate::Timeout)
 /// beside the inner service's future; the response future resolves to the
 /// inner response, or to an [`Elapsed`] error (boxed as a
-/// [`BoxError`](::tower::BoxError), as `tower::timeout::Timeout` does) if the
+/// [`BoxError`], as `tower::timeout::Timeout` does) if the
 /// deadline comes first, dropping the inner future. The inner service's
 /// errors are boxed and passed on. Readiness is the inner service's. If the
 /// timer stops while a request runs, the request fails with [`Elapsed`] too.
@@ -127,7 +127,7 @@ impl<S> Layer<S> for TimeoutLayer {
 /// If the timer is stopped or at its
 /// [`max_pending`](crate::Builder::max_pending) limit, the request is not
 /// sent to the inner service at all: the response future fails at once with
-/// that [`Error`](crate::Error) ([`Error::is_at_capacity`] doubles as load
+/// that [`Error`] ([`Error::is_at_capacity`] doubles as load
 /// shedding).
 ///
 /// # Examples
