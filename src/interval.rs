@@ -339,6 +339,11 @@ impl Interval {
         let due = self.next;
         let now = Instant::now();
         self.next = if now > add(due, self.tolerance) {
+            tracing::trace!(
+                late = ?(now - due),
+                behavior = ?self.behavior,
+                "hashwheel: interval missed a tick"
+            );
             self.behavior.next(due, now, self.period)
         } else {
             add(due, self.period)
