@@ -46,6 +46,7 @@ use crate::timer::Timer;
 /// assert!(start.elapsed() >= Duration::from_millis(20));
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
 impl HyperTimer for Timer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
         Box::pin(WheelSleep(self.try_sleep(duration).ok()))
