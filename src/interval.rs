@@ -74,6 +74,7 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// assert_eq!(ticks[2] - ticks[0], Duration::from_millis(200));
 /// # }
 /// ```
+#[must_use = "streams do nothing unless polled"]
 pub struct Interval {
     timeout: Timeout,
     /// The nominal instant of the next tick; the timeout waits for it,
