@@ -51,48 +51,52 @@ pub(crate) fn run(weak: Weak<Shared>, notify: Arc<Notify>) -> impl Future<Output
 }
 
 async fn drive(_guard: StopOnDrop, weak: Weak<Shared>, notify: Arc<Notify>) {
-    {
-        let mut sleep = pin!(tokio::time::sleep_until(far_future(
-            tokio::time::Instant::now()
-        )));
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut target = u64::MAX;
-        loop {
-            // Sleep until `target`, or until an earlier insert notifies.
-            let deadline = {
-                let Some(shared) = weak.upgrade() else { return };
-                if shared.is_stopped() {
-                    return;
-                }
-                (target != u64::MAX).then(|| shared.instant_of(target))
-            };
-            let notified = pin!(notify.notified());
-            match deadline {
-                Some(deadline) => {
-                    sleep.as_mut().reset(deadline);
-                    select(notified, sleep.as_mut()).await;
-                }
-                None => notified.await,
-            }
-
+    let mut sleep = pin!(tokio::time::sleep_until(far_future(
+        tokio::time::Instant::now()
+    )));
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut target = u64::MAX;
+    loop {
+        // Sleep until `target`, or until an earlier insert notifies.
+        let deadline = {
             let Some(shared) = weak.upgrade() else { return };
             if shared.is_stopped() {
                 return;
             }
-            shared.planned.store(u64::MAX, Ordering::SeqCst);
-            shared.wakeups.fetch_add(1, Ordering::Relaxed);
-            let now = shared.now_tick();
-            if target != u64::MAX && now > target.saturating_add(LAG_WARN_TICKS) {
-                tracing::warn!(
-                    late_ticks = now - target,
-                    "hashwheel: driver ran late, catching up"
-                );
+            (target != u64::MAX).then(|| shared.instant_of(target))
+        };
+        let notified = pin!(notify.notified());
+        match deadline {
+            Some(deadline) => {
+                sleep.as_mut().reset(deadline);
+                select(notified, sleep.as_mut()).await;
             }
-            let next = turn(&shared, now, &mut batch);
-            let planned = shared.planned.fetch_min(next, Ordering::AcqRel);
-            target = planned.min(next);
-            tracing::trace!(now, next = target, "hashwheel: turned the wheels");
+            None => notified.await,
         }
+
+        let Some(shared) = weak.upgrade() else { return };
+        if shared.is_stopped() {
+            return;
+        }
+        let now = shared.now_tick();
+        let planned = shared.planned.load(Ordering::Acquire);
+        if planned > now {
+            // Woken by an insert that is not due yet: only move the alarm.
+            target = planned;
+            continue;
+        }
+        shared.planned.store(u64::MAX, Ordering::SeqCst);
+        shared.wakeups.fetch_add(1, Ordering::Relaxed);
+        if target != u64::MAX && now > target.saturating_add(LAG_WARN_TICKS) {
+            tracing::warn!(
+                late_ticks = now - target,
+                "hashwheel: driver ran late, catching up"
+            );
+        }
+        let next = turn(&shared, now, &mut batch);
+        let planned = shared.planned.fetch_min(next, Ordering::AcqRel);
+        target = planned.min(next);
+        tracing::trace!(now, next = target, "hashwheel: turned the wheels");
     }
 }
 
