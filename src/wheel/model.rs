@@ -407,7 +407,9 @@ impl Model {
     }
 
     /// Compares everything observable with the model.
-    fn check(&self) -> Result<(), String> {
+    fn check(&mut self) -> Result<(), String> {
+        // First: `next_expiration` may take `&mut self` (to cache).
+        let next = self.wheel.next_expiration();
         let w = &self.wheel;
         ensure!(
             w.elapsed() == self.elapsed,
@@ -441,7 +443,7 @@ impl Model {
             );
         }
         let earliest = pending.map(|e| e.tick).filter(|&t| t < NEVER).min();
-        match (w.next_expiration(), earliest) {
+        match (next, earliest) {
             (None, None) => {}
             (Some(next), Some(earliest)) => ensure!(
                 next > self.elapsed && next <= earliest,
