@@ -90,6 +90,8 @@ fn cpu_time() -> Duration {
 
 struct Config {
     quick: bool,
+    /// `--only=W1,W5`: run just these (for profiling).
+    only: Option<String>,
     reps: usize,
     w1_pairs: usize,
     w2_hold: usize,
@@ -101,11 +103,19 @@ struct Config {
 }
 
 impl Config {
+    fn runs(&self, id: &str) -> bool {
+        self.only
+            .as_deref()
+            .map_or(true, |only| only.split(',').any(|w| w == id))
+    }
+
     fn from_args() -> Config {
         let quick = std::env::args().any(|a| a == "--quick");
+        let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_string));
         if quick {
             Config {
                 quick,
+                only,
                 reps: 3,
                 w1_pairs: 200_000,
                 w2_hold: 200_000,
@@ -118,6 +128,7 @@ impl Config {
         } else {
             Config {
                 quick,
+                only,
                 reps: 5,
                 w1_pairs: 1_000_000,
                 w2_hold: 1_000_000,
@@ -633,23 +644,43 @@ fn main() {
         cfg.reps
     );
     let mut rows = Vec::new();
-    let (w1_ns, row) = w1(&cfg);
-    rows.push(row);
-    eprintln!("W1 done ({:.1?})", t0.elapsed());
-    rows.extend(w2(&cfg));
-    eprintln!("W2 done ({:.1?})", t0.elapsed());
-    rows.push(w3(&cfg));
-    eprintln!("W3 done ({:.1?})", t0.elapsed());
-    rows.extend(w4(&cfg));
-    eprintln!("W4 done ({:.1?})", t0.elapsed());
-    let (w5_ns, row) = w5(&cfg);
-    rows.push(row);
-    rows.push(Row::new("W5", "2-thread pairs/s ÷ 1-thread pairs/s", w1_ns / w5_ns).places(2));
-    eprintln!("W5 done ({:.1?})", t0.elapsed());
-    rows.extend(w6(&cfg));
-    eprintln!("W6 done ({:.1?})", t0.elapsed());
-    rows.push(w8(&cfg));
-    eprintln!("W8 done ({:.1?})", t0.elapsed());
+    let mut w1_ns = None;
+    if cfg.runs("W1") {
+        let (ns, row) = w1(&cfg);
+        w1_ns = Some(ns);
+        rows.push(row);
+        eprintln!("W1 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W2") {
+        rows.extend(w2(&cfg));
+        eprintln!("W2 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W3") {
+        rows.push(w3(&cfg));
+        eprintln!("W3 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W4") {
+        rows.extend(w4(&cfg));
+        eprintln!("W4 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W5") {
+        let (w5_ns, row) = w5(&cfg);
+        rows.push(row);
+        if let Some(w1_ns) = w1_ns {
+            rows.push(
+                Row::new("W5", "2-thread pairs/s ÷ 1-thread pairs/s", w1_ns / w5_ns).places(2),
+            );
+        }
+        eprintln!("W5 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W6") {
+        rows.extend(w6(&cfg));
+        eprintln!("W6 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W8") {
+        rows.push(w8(&cfg));
+        eprintln!("W8 done ({:.1?})", t0.elapsed());
+    }
 
     println!();
     println!("| id | figure | hashwheel | tokio::time | ratio | DelayQueue | ratio |");
