@@ -75,12 +75,21 @@ static ALLOC: Counting = Counting;
 
 /// Process CPU time (all threads), from `CLOCK_PROCESS_CPUTIME_ID`.
 fn cpu_time() -> Duration {
+    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_time() -> Duration {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock(id: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime failed");
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
@@ -496,8 +505,13 @@ fn w4(cfg: &Config) -> Vec<Row> {
 // W5: W1 on two threads at once.
 
 /// Runs `work` on both workers at once; returns wall ns per pair over all
-/// pairs.
-fn on_two_workers(rt: &Runtime, n: usize, work: impl Fn(usize) + Send + Sync + 'static) -> f64 {
+/// pairs, and thread CPU ns per pair (which shows contention apart from a
+/// lack of free cores on a shared machine).
+fn on_two_workers(
+    rt: &Runtime,
+    n: usize,
+    work: impl Fn(usize) + Send + Sync + 'static,
+) -> (f64, f64) {
     let work = Arc::new(work);
     let barrier = Arc::new(Barrier::new(2));
     let handles: Vec<_> = (0..2)
@@ -506,12 +520,13 @@ fn on_two_workers(rt: &Runtime, n: usize, work: impl Fn(usize) + Send + Sync + '
             rt.spawn(async move {
                 barrier.wait();
                 let start = Instant::now();
+                let cpu = thread_cpu_time();
                 work(n);
-                (start, Instant::now())
+                (start, Instant::now(), thread_cpu_time() - cpu)
             })
         })
         .collect();
-    let spans: Vec<(Instant, Instant)> = rt.block_on(async {
+    let spans: Vec<(Instant, Instant, Duration)> = rt.block_on(async {
         let mut spans = Vec::new();
         for h in handles {
             spans.push(h.await.unwrap());
@@ -520,10 +535,11 @@ fn on_two_workers(rt: &Runtime, n: usize, work: impl Fn(usize) + Send + Sync + '
     });
     let start = spans.iter().map(|s| s.0).min().unwrap();
     let end = spans.iter().map(|s| s.1).max().unwrap();
-    per(end - start, 2 * n)
+    let cpu: Duration = spans.iter().map(|s| s.2).sum();
+    (per(end - start, 2 * n), per(cpu, 2 * n))
 }
 
-fn w5(cfg: &Config) -> (f64, Row) {
+fn w5(cfg: &Config) -> (f64, Vec<Row>) {
     let rt = two_workers();
     let timer = rt.block_on(async { Timer::new() });
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -536,10 +552,15 @@ fn w5(cfg: &Config) -> (f64, Row) {
             w1_tokio(n);
         }));
     }
-    let ours = best(&a);
+    let wall = |v: &[(f64, f64)]| best(&v.iter().map(|r| r.0).collect::<Vec<_>>());
+    let cpu = |v: &[(f64, f64)]| best(&v.iter().map(|r| r.1).collect::<Vec<_>>());
+    let ours = wall(&a);
     (
         ours,
-        Row::new("W5", "2 threads: wall ns/pair", ours).tokio(best(&b)),
+        vec![
+            Row::new("W5", "2 threads: wall ns/pair", ours).tokio(wall(&b)),
+            Row::new("W5", "2 threads: thread CPU ns/pair", cpu(&a)).tokio(cpu(&b)),
+        ],
     )
 }
 
@@ -664,8 +685,8 @@ fn main() {
         eprintln!("W4 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W5") {
-        let (w5_ns, row) = w5(&cfg);
-        rows.push(row);
+        let (w5_ns, w5_rows) = w5(&cfg);
+        rows.extend(w5_rows);
         if let Some(w1_ns) = w1_ns {
             rows.push(
                 Row::new("W5", "2-thread pairs/s ÷ 1-thread pairs/s", w1_ns / w5_ns).places(2),

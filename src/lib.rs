@@ -9,12 +9,14 @@
 
 mod driver;
 mod error;
+mod stats;
 mod task;
 mod timeout;
 mod timer;
 mod wheel;
 
 pub use error::{Elapsed, Error};
+pub use stats::Stats;
 pub use task::TaskHandle;
 pub use timeout::{Timeout, WithTimeout};
 pub use timer::{Builder, Timer};

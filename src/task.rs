@@ -128,6 +128,7 @@ impl TaskHandle {
             }
             state.wheel.remove(inner.key);
             state.tasks.remove(&inner.key);
+            state.counts.cancelled += 1;
             inner.mark_cancelled();
         }
         shared.release(inner.shard, 1);
