@@ -195,7 +195,7 @@ impl Row {
         let fig = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
         let ratio = |v: Option<f64>| match v {
             Some(v) if self.ours > 0.0 => format!("{:.2}×", v / self.ours),
-            Some(v) if v == 0.0 => "=".to_string(),
+            Some(0.0) => "=".to_string(),
             Some(_) => "∞".to_string(),
             None => "–".to_string(),
         };
