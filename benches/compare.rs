@@ -334,6 +334,16 @@ fn counted<H>(
     (per(elapsed, delays.len()), bytes)
 }
 
+/// Heap bytes per timer after `shrink` gives spare capacity back, from
+/// `bytes` per timer before it.
+fn shrunk_bytes(bytes: f64, n: usize, shrink: impl FnOnce()) -> f64 {
+    let before = LIVE.load(Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    shrink();
+    COUNTING.store(false, Ordering::Relaxed);
+    bytes + (LIVE.load(Ordering::Relaxed) - before) as f64 / n as f64
+}
+
 fn w2(cfg: &Config) -> Vec<Row> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let delays: Vec<Duration> = (0..cfg.w2_hold)
@@ -341,7 +351,7 @@ fn w2(cfg: &Config) -> Vec<Row> {
         .collect();
     let n = delays.len();
 
-    let (ours_ns, ours_b) = current_thread().block_on(async {
+    let (ours_ns, ours_b, ours_shrunk) = current_thread().block_on(async {
         let timer = Timer::new();
         let mut hold: Vec<Timeout> = Vec::with_capacity(n);
         let (ns, b) = counted(&delays, &mut hold, |d| {
@@ -350,7 +360,11 @@ fn w2(cfg: &Config) -> Vec<Row> {
             t
         });
         assert_eq!(timer.pending(), n);
-        (ns, b + std::mem::size_of::<Timeout>() as f64)
+        let shrunk = shrunk_bytes(b, n, || {
+            timer.shrink();
+        });
+        let handle = std::mem::size_of::<Timeout>() as f64;
+        (ns, b + handle, shrunk + handle)
     });
     let (tokio_ns, tokio_b) = current_thread().block_on(async {
         let mut hold: Vec<Pin<Box<Sleep>>> = Vec::with_capacity(n);
@@ -361,12 +375,14 @@ fn w2(cfg: &Config) -> Vec<Row> {
         });
         (ns, b + std::mem::size_of::<Pin<Box<Sleep>>>() as f64)
     });
-    let (dq_ns, dq_b) = current_thread().block_on(async {
+    let (dq_ns, dq_b, dq_shrunk) = current_thread().block_on(async {
         let mut dq = DelayQueue::new();
         let mut hold: Vec<delay_queue::Key> = Vec::with_capacity(n);
         let (ns, b) = counted(&delays, &mut hold, |d| dq.insert((), d));
         poll_once(pin!(dq.next()));
-        (ns, b + std::mem::size_of::<delay_queue::Key>() as f64)
+        let shrunk = shrunk_bytes(b, n, || dq.shrink_to_fit());
+        let handle = std::mem::size_of::<delay_queue::Key>() as f64;
+        (ns, b + handle, shrunk + handle)
     });
     vec![
         Row::new("W2", "hold: ns/insert", ours_ns)
@@ -375,6 +391,13 @@ fn w2(cfg: &Config) -> Vec<Row> {
         Row::new("W2", "hold: bytes/timer (heap + handle)", ours_b)
             .tokio(tokio_b)
             .dq(dq_b),
+        Row::new(
+            "W2",
+            "hold: bytes/timer after Timer::shrink / DelayQueue::shrink_to_fit",
+            ours_shrunk,
+        )
+        .tokio(tokio_b)
+        .dq(dq_shrunk),
     ]
 }
 
