@@ -122,9 +122,9 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
                     }
                 }
                 state.counts.fired += expired as u64;
+                shard.release_locked(state, expired);
                 (expired < BATCH).then(|| state.wheel.next_expiration())
             };
-            shard.release(expired);
             common.tasks_done(tasks);
             if expired > 0 {
                 tracing::trace!(shard = index, expired, "hashwheel: expired");

@@ -283,14 +283,12 @@ impl Timeout {
                     }
                     if let (State::Pending, Some(_)) = res {
                         guard.counts.fired += 1;
+                        shard.release_locked(&mut guard, 1);
                     }
                     res
                 };
                 match (state, fired_now) {
-                    (State::Pending, Some(waker)) => {
-                        shard.release(1);
-                        driver::wake_all(waker);
-                    }
+                    (State::Pending, Some(waker)) => driver::wake_all(waker),
                     (State::Pending, None) => shard.common.note_deadline(tick),
                     (State::Fired, None) => {
                         shard.reacquire();
@@ -318,15 +316,12 @@ impl Timeout {
                     let res = guard.wheel.remove(self.key());
                     if res.0 == State::Pending {
                         guard.counts.cancelled += 1;
+                        shard.release_locked(&mut guard, 1);
                     }
                     res
                 };
                 drop(waker);
-                let pending = state == State::Pending;
-                if pending {
-                    shard.release(1);
-                }
-                pending
+                state == State::Pending
             }
             _ => false,
         };
@@ -358,8 +353,8 @@ impl Future for Timeout {
                     this.set(REGISTERED, u64::from(key));
                     return Poll::Pending;
                 };
+                shard.release_locked(&mut state, 1);
                 drop(state);
-                shard.release(1);
                 this.set(done, tick);
                 Poll::Ready(())
             }

@@ -127,7 +127,11 @@ pub(crate) struct Common {
 #[repr(align(128))]
 pub(crate) struct Shard {
     state: Mutex<ShardState>,
-    /// Timeouts and tasks of this shard neither fired nor cancelled.
+    /// Timeouts and tasks of this shard created or made pending again, less
+    /// those that ended without the lock. Those that end under the lock
+    /// count in [`ShardState::released`] instead, which saves the common
+    /// paths (a registered timeout dropped or fired) an atomic write: the
+    /// pending count is this less that, read under the lock.
     pending: AtomicUsize,
     /// Counts for the operations that complete without the lock (see
     /// [`Counts`] for the others).
@@ -141,6 +145,9 @@ pub(crate) struct ShardState {
     pub(crate) tasks: HashMap<Key, Arc<TaskInner>>,
     /// Counts kept under the lock, which the operation holds anyway.
     pub(crate) counts: Counts,
+    /// Timeouts and tasks of this shard that fired or were cancelled under
+    /// the lock (see [`Shard::pending`]).
+    released: usize,
 }
 
 /// Operation counts of one shard, kept under its lock.
@@ -784,6 +791,7 @@ impl Builder {
                         wheel: Wheel::new(wheel_size, ring),
                         tasks: HashMap::new(),
                         counts: Counts::default(),
+                        released: 0,
                     }),
                     pending: AtomicUsize::new(0),
                     unlocked: AtomicCounts::default(),
@@ -853,10 +861,7 @@ impl Shared {
         if self.is_stopped() {
             return 0;
         }
-        self.shards
-            .iter()
-            .map(|s| s.pending.load(Ordering::Relaxed))
-            .sum()
+        self.shards.iter().map(|s| s.pending()).sum()
     }
 
     /// The counts of every shard, summed. Locks each shard in turn.
@@ -991,7 +996,30 @@ impl Shard {
         self.pending.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `n` timeouts or tasks of this shard fired or were cancelled.
+    /// Timeouts and tasks of this shard neither fired nor cancelled.
+    fn pending(&self) -> usize {
+        let state = self.lock();
+        // Read under the lock: every release counted in `released` is
+        // ordered after its timeout's creation, which `pending` holds.
+        self.pending
+            .load(Ordering::Relaxed)
+            .saturating_sub(state.released)
+    }
+
+    /// `n` timeouts or tasks of this shard fired or were cancelled, and the
+    /// caller holds the lock (`state`).
+    pub(crate) fn release_locked(&self, state: &mut ShardState, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.common.max_pending.is_some() {
+            self.common.reserved.fetch_sub(n, Ordering::AcqRel);
+        }
+        state.released += n;
+    }
+
+    /// `n` timeouts or tasks of this shard fired or were cancelled, without
+    /// the lock.
     pub(crate) fn release(&self, n: usize) {
         if n == 0 {
             return;
@@ -1038,10 +1066,10 @@ pub(crate) fn stop(common: &Common, shards: impl Iterator<Item = Arc<Shard>>) ->
                 }
             });
             state.counts.cancelled += drained as u64;
+            // Unpolled timeouts are not in the wheel: they release their
+            // count when polled or dropped.
+            shard.release_locked(state, drained);
         }
-        // Unpolled timeouts are not in the wheel: they release their
-        // count when polled or dropped.
-        shard.release(drained);
         common.tasks_done(shard_tasks.len());
         for task in &shard_tasks {
             drop(task.take_task());
