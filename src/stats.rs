@@ -41,8 +41,10 @@ pub struct Stats {
     /// Times the driver woke up to turn the wheels: as
     /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
     pub driver_wakeups: u64,
-    /// Ticks the driver was behind the clock when it woke (it had planned to
-    /// wake earlier: a starved runtime), summed over its wake-ups. Zero on a
-    /// runtime that keeps up.
+    /// Ticks the driver was behind the clock when it woke, past the tick it
+    /// had planned to wake at, summed over its wake-ups. A tick now and then
+    /// is tokio's own rounding (its timer wakes the driver on a 1 ms grid of
+    /// its own); a steady climb means a starved runtime, whose timeouts fire
+    /// late by as much.
     pub late_ticks: u64,
 }
