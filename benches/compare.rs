@@ -562,7 +562,7 @@ fn on_two_workers(
     (per(end - start, 2 * n), per(cpu, 2 * n))
 }
 
-fn w5(cfg: &Config) -> (f64, Vec<Row>) {
+fn w5(cfg: &Config) -> (f64, f64, Vec<Row>) {
     let rt = two_workers();
     let timer = rt.block_on(async { Timer::new() });
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -580,6 +580,7 @@ fn w5(cfg: &Config) -> (f64, Vec<Row>) {
     let ours = wall(&a);
     (
         ours,
+        cpu(&a),
         vec![
             Row::new("W5", "2 threads: wall ns/pair", ours).tokio(wall(&b)),
             Row::new("W5", "2 threads: thread CPU ns/pair", cpu(&a)).tokio(cpu(&b)),
@@ -638,11 +639,11 @@ fn w6(cfg: &Config) -> Vec<Row> {
     ]
 }
 
-fn w8(cfg: &Config) -> Row {
+fn w8(cfg: &Config) -> Vec<Row> {
     let (n, secs) = (cfg.w8_timers, cfg.w8_secs);
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let delays: Vec<Duration> = (0..n).map(|_| rng.millis(60_000, 120_000)).collect();
-    let ours = two_workers().block_on(async {
+    let (ours, wakeups) = two_workers().block_on(async {
         let timer = Timer::new();
         let mut hold: Vec<Timeout> = Vec::with_capacity(n);
         for &d in &delays {
@@ -650,7 +651,9 @@ fn w8(cfg: &Config) -> Row {
             poll_once(Pin::new(&mut t));
             hold.push(t);
         }
-        idle_cpu(secs).await
+        let w0 = timer.driver_wakeups();
+        let cpu = idle_cpu(secs).await;
+        (cpu, timer.driver_wakeups() - w0)
     });
     let tokio = two_workers().block_on(async {
         let mut hold: Vec<Pin<Box<Sleep>>> = Vec::with_capacity(n);
@@ -671,10 +674,18 @@ fn w8(cfg: &Config) -> Row {
         task.abort();
         cpu
     });
-    Row::new("W8", "far timers idle: CPU ms/s", ours)
-        .tokio(tokio)
-        .dq(dq)
-        .places(3)
+    vec![
+        Row::new("W8", "far timers idle: CPU ms/s", ours)
+            .tokio(tokio)
+            .dq(dq)
+            .places(3),
+        Row::new(
+            "W8",
+            "far timers idle: driver wake-ups/s",
+            wakeups as f64 / secs as f64,
+        )
+        .places(2),
+    ]
 }
 
 // ---------------------------------------------------------------------------
@@ -708,11 +719,19 @@ fn main() {
         eprintln!("W4 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W5") {
-        let (w5_ns, w5_rows) = w5(&cfg);
+        let (w5_ns, w5_cpu, w5_rows) = w5(&cfg);
         rows.extend(w5_rows);
         if let Some(w1_ns) = w1_ns {
             rows.push(
                 Row::new("W5", "2-thread pairs/s ÷ 1-thread pairs/s", w1_ns / w5_ns).places(2),
+            );
+            rows.push(
+                Row::new(
+                    "W5",
+                    "1-thread ns/pair ÷ 2-thread CPU ns/pair (1 = no contention)",
+                    w1_ns / w5_cpu,
+                )
+                .places(2),
             );
         }
         eprintln!("W5 done ({:.1?})", t0.elapsed());
@@ -722,7 +741,7 @@ fn main() {
         eprintln!("W6 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W8") {
-        rows.push(w8(&cfg));
+        rows.extend(w8(&cfg));
         eprintln!("W8 done ({:.1?})", t0.elapsed());
     }
 
