@@ -689,6 +689,42 @@ fn w8(cfg: &Config) -> Vec<Row> {
 }
 
 // ---------------------------------------------------------------------------
+// Floors: what one clock read and one uncontended lock cost in this run.
+
+fn floors(n: usize) -> Vec<(&'static str, f64)> {
+    let time = |f: &dyn Fn()| {
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            runs.push(per(start.elapsed(), n));
+        }
+        best(&runs)
+    };
+    let lock = std::sync::Mutex::new(0u64);
+    vec![
+        (
+            "`tokio::time::Instant::now()` (test-util on, clock never paused)",
+            time(&|| {
+                std::hint::black_box(Instant::now());
+            }),
+        ),
+        (
+            "`std::time::Instant::now()`",
+            time(&|| {
+                std::hint::black_box(std::time::Instant::now());
+            }),
+        ),
+        (
+            "uncontended `std::sync::Mutex` lock + unlock",
+            time(&|| {
+                *std::hint::black_box(&lock).lock().unwrap() += 1;
+            }),
+        ),
+    ]
+}
 
 fn main() {
     let cfg = Config::from_args();
@@ -750,6 +786,12 @@ fn main() {
     println!("|----|--------|-----------|-------------|-------|------------|-------|");
     for row in &rows {
         row.print();
+    }
+    println!();
+    println!("| floor (this run) | ns |");
+    println!("|------------------|----|");
+    for (what, ns) in floors(if cfg.quick { 200_000 } else { 1_000_000 }) {
+        println!("| {what} | {ns:.1} |");
     }
     println!();
     println!("ratio = rival / hashwheel (above 1: hashwheel faster or smaller); lower figures are better except the W5 scaling line.");
