@@ -233,10 +233,7 @@ impl Timeout {
     /// # }
     /// ```
     pub fn reset(&mut self, delay: Duration) {
-        let tick = match Instant::now().checked_add(delay) {
-            Some(deadline) => self.shard.common.tick_of(deadline),
-            None => NEVER,
-        };
+        let tick = self.shard.common.tick_after(delay);
         self.reset_tick(tick);
     }
 

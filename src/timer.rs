@@ -284,10 +284,7 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Timeout, Error> {
-        let tick = match Instant::now().checked_add(delay) {
-            Some(deadline) => self.shared.tick_of(deadline),
-            None => NEVER,
-        };
+        let tick = self.shared.common.tick_after(delay);
         self.timeout_at_tick(tick)
     }
 
@@ -904,6 +901,18 @@ impl Common {
     /// The last tick that has begun by the clock.
     pub(crate) fn now_tick(&self) -> u64 {
         nanos(Instant::now().saturating_duration_since(self.start)) / self.tick_ns
+    }
+
+    /// The first tick at or after `delay` from now: [`tick_of`](Self::tick_of)
+    /// of `now + delay`, with one `Instant` subtraction instead of an
+    /// addition and a subtraction (this is the schedule and reset path).
+    /// A sum that overflows means [`NEVER`].
+    pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
+        let since = Instant::now().saturating_duration_since(self.start);
+        match since.checked_add(delay) {
+            Some(since) => nanos(since).div_ceil(self.tick_ns).min(NEVER),
+            None => NEVER,
+        }
     }
 
     /// The first tick at or after `deadline`.
