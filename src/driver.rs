@@ -71,9 +71,15 @@ pub(crate) async fn run(common: Arc<Common>, shards: Box<[Weak<Shard>]>) {
             if common.is_stopped() || !alive(&shards) {
                 return;
             }
+            let now = common.now_tick();
+            let planned = common.planned.load(Ordering::Acquire);
+            if planned > now {
+                // Woken by an insert that is not due yet: only move the alarm.
+                target = planned;
+                continue;
+            }
             common.planned.store(u64::MAX, Ordering::SeqCst);
             common.wakeups.fetch_add(1, Ordering::Relaxed);
-            let now = common.now_tick();
             if target != u64::MAX && now > target {
                 common.late_ticks.fetch_add(now - target, Ordering::Relaxed);
                 if now > target.saturating_add(LAG_WARN_TICKS) {

@@ -52,18 +52,54 @@ impl Error {
 
     /// The timer was stopped with [`Timer::stop`](crate::Timer::stop), or
     /// the runtime that ran its driver shut down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::new();
+    /// timer.stop();
+    /// let err = timer.try_sleep(std::time::Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_stopped());
+    /// assert_eq!(err.to_string(), "timer is stopped");
+    /// # }
+    /// ```
     pub fn is_stopped(&self) -> bool {
         matches!(self.kind, Kind::Stopped)
     }
 
     /// The timer already holds [`Builder::max_pending`](crate::Builder::max_pending)
     /// pending timeouts and tasks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::builder().max_pending(0).build().unwrap();
+    /// let err = timer.try_sleep(std::time::Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_at_capacity());
+    /// # }
+    /// ```
     pub fn is_at_capacity(&self) -> bool {
         matches!(self.kind, Kind::AtCapacity(_))
     }
 
     /// [`Builder::build`](crate::Builder::build) was given a value it cannot
-    /// use; the message names it.
+    /// use, or [`Timer::try_interval`](crate::Timer::try_interval) a zero
+    /// period; the message names it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let err = hashwheel::Timer::builder().shards(0).build().unwrap_err();
+    /// assert!(err.is_invalid_config());
+    /// assert!(err.to_string().ends_with("got 0"));
+    /// # }
+    /// ```
     pub fn is_invalid_config(&self) -> bool {
         matches!(self.kind, Kind::InvalidConfig(_))
     }

@@ -436,26 +436,98 @@ impl<F> WithTimeout<F> {
     }
 
     /// The wrapped future.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let fut = timer.timeout(Duration::from_secs(1), std::future::ready(3));
+    /// assert_eq!(fut.get_ref().clone().into_inner(), 3);
+    /// # }
+    /// ```
     pub fn get_ref(&self) -> &F {
         &self.future
     }
 
     /// The wrapped future, mutably.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut fut = timer.timeout(Duration::from_secs(1), std::future::ready(3));
+    /// *fut.get_mut() = std::future::ready(4);
+    /// assert_eq!(fut.await, Ok(4));
+    /// # }
+    /// ```
     pub fn get_mut(&mut self) -> &mut F {
         &mut self.future
     }
 
     /// The wrapped future, pinned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let fut = std::pin::pin!(timer.timeout(Duration::from_secs(1), async { 5 }));
+    /// let inner = fut.get_pin_mut();
+    /// assert_eq!(inner.await, 5);
+    /// # }
+    /// ```
     pub fn get_pin_mut(self: Pin<&mut Self>) -> Pin<&mut F> {
         self.project().future
     }
 
     /// The [`Timeout`] that bounds the future: reset it to move the deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut fut = timer.timeout(Duration::from_millis(1), std::future::pending::<()>());
+    /// fut.timeout_mut().reset(Duration::from_secs(5));
+    /// let start = tokio::time::Instant::now();
+    /// assert!(fut.await.is_err());
+    /// assert_eq!(start.elapsed(), Duration::from_secs(5));
+    /// # }
+    /// ```
     pub fn timeout_mut(&mut self) -> &mut Timeout {
         &mut self.timeout
     }
 
     /// Gives back the future, dropping (cancelling) the deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let fut = timer.timeout(Duration::from_secs(1), async { 6 });
+    /// let inner = fut.into_inner();
+    /// assert_eq!(timer.pending(), 0);
+    /// assert_eq!(inner.await, 6);
+    /// # }
+    /// ```
     pub fn into_inner(self) -> F {
         self.future
     }

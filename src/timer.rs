@@ -201,6 +201,16 @@ impl Timer {
     }
 
     /// A [`Builder`] with the defaults of [`Timer::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::builder().wheel_size(64).build().unwrap();
+    /// assert_eq!(timer.wheel_size(), 64);
+    /// # }
+    /// ```
     pub fn builder() -> Builder {
         Builder::new()
     }
@@ -670,6 +680,16 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: 1 ms tick, 512 buckets, no pending limit, one shard per
     /// CPU, the current runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Builder::new().build().unwrap();
+    /// assert_eq!(timer.tick(), std::time::Duration::from_millis(1));
+    /// # }
+    /// ```
     pub fn new() -> Builder {
         Builder {
             tick: MIN_TICK,
@@ -683,6 +703,19 @@ impl Builder {
     /// The tick: deadlines are rounded up to it. Ticks under 1 ms are raised
     /// to 1 ms (tokio's own resolution) with a `tracing` warning; zero is an
     /// error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::builder().tick(Duration::from_millis(100)).build().unwrap();
+    /// assert_eq!(timer.tick(), Duration::from_millis(100));
+    /// assert!(hashwheel::Timer::builder().tick(Duration::ZERO).build().is_err());
+    /// # }
+    /// ```
     pub fn tick(mut self, tick: Duration) -> Builder {
         self.tick = tick;
         self
@@ -690,6 +723,16 @@ impl Builder {
 
     /// The number of buckets per wheel, rounded up to a power of two; 1 to
     /// 2^30. One turn of the wheel spans `tick * wheel_size`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::builder().wheel_size(300).build().unwrap();
+    /// assert_eq!(timer.wheel_size(), 512);
+    /// # }
+    /// ```
     pub fn wheel_size(mut self, buckets: usize) -> Builder {
         self.wheel_size = buckets;
         self
@@ -698,6 +741,23 @@ impl Builder {
     /// The most timeouts and tasks that may be pending at once. The `try_`
     /// methods fail with [`Error::is_at_capacity`] beyond it; a place frees
     /// up as soon as one fires or is cancelled.
+    ///
+    /// A [`Timeout::reset`] of a timeout that already fired never fails: it
+    /// counts as pending again even past the limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::builder().max_pending(2).build().unwrap();
+    /// let _a = timer.try_sleep(Duration::from_secs(1)).unwrap();
+    /// let _b = timer.try_schedule(Duration::from_secs(1), || {}).unwrap();
+    /// assert!(timer.try_sleep(Duration::from_secs(1)).unwrap_err().is_at_capacity());
+    /// # }
+    /// ```
     pub fn max_pending(mut self, max: usize) -> Builder {
         self.max_pending = Some(max);
         self
@@ -705,12 +765,33 @@ impl Builder {
 
     /// How many wheels (each with its own lock) to spread threads over.
     /// Defaults to the number of CPUs; 1 to 65,536.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let timer = hashwheel::Timer::builder().shards(1).build().unwrap();
+    /// # drop(timer);
+    /// # }
+    /// ```
     pub fn shards(mut self, shards: usize) -> Builder {
         self.shards = Some(shards);
         self
     }
 
     /// The runtime that runs the driver task. Defaults to the current one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tokio::runtime::Runtime::new().unwrap();
+    /// // Built outside any runtime: the driver runs on `rt`.
+    /// let timer = hashwheel::Timer::builder().handle(rt.handle().clone()).build().unwrap();
+    /// rt.block_on(timer.sleep(Duration::from_millis(1)));
+    /// ```
     pub fn handle(mut self, handle: Handle) -> Builder {
         self.handle = Some(handle);
         self
@@ -724,6 +805,16 @@ impl Builder {
     /// zero tick, a wheel size of 0 or above 2^30, a tick so long that one
     /// turn of the wheel overflows, a shard count of 0 or above 65,536, or
     /// no runtime: called outside one without [`handle`](Builder::handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let err = hashwheel::Timer::builder().wheel_size(0).build().unwrap_err();
+    /// assert!(err.is_invalid_config());
+    /// # }
+    /// ```
     pub fn build(self) -> Result<Timer, Error> {
         if self.tick.is_zero() {
             return Err(Error::invalid_config("tick must be non-zero, got 0ns"));

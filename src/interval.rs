@@ -1,0 +1,548 @@
+//! [`Interval`]: a heartbeat on the wheel, like `tokio::time::Interval`.
+
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::time::Instant;
+
+use crate::error::Error;
+use crate::timeout::Timeout;
+use crate::timer::{far_future, Timer};
+
+/// How late a tick may complete and still count as on time, on top of one
+/// timer tick (a deadline is rounded up to the tick, so a timeout that fires
+/// on time may already be up to one tick past its nominal instant). tokio
+/// uses the same 5 ms.
+const TOLERANCE: Duration = Duration::from_millis(5);
+
+/// A stream of ticks, one every `period`, from [`Timer::interval`] and
+/// [`Timer::interval_at`].
+///
+/// The hashwheel counterpart of `tokio::time::Interval`: one [`Timeout`]
+/// underneath, [reset](Timeout::reset_at) in O(1) after each tick, so an
+/// interval costs one wheel entry however long it runs. It is `Unpin`,
+/// needs no pinning, and implements [`Stream`] with `Item = Instant`.
+///
+/// Ticks are reported at their *nominal* instants (`start`, `start +
+/// period`, ...): the value [`tick`](Interval::tick) returns is the instant
+/// the tick was due, never later than when it completes. A tick completes at
+/// or after its instant, never before, and (like every hashwheel deadline)
+/// up to one [timer tick](Timer::tick) after it on an unstarved runtime.
+///
+/// When ticks are missed (the task polling the interval was busy, or the
+/// runtime stalled), [`MissedTickBehavior`] decides what happens next; the
+/// default is [`Burst`](MissedTickBehavior::Burst), as in tokio. A tick
+/// counts as missed when it completes more than 5 ms plus one timer tick
+/// after its instant.
+///
+/// # Timer stopped
+///
+/// If the timer is [stopped](Timer::stop) (or its runtime shuts down),
+/// [`tick`](Interval::tick) never completes again and the stream ends:
+/// `poll_next` returns `Ready(None)`. Check [`Timer::is_stopped`] if a loop
+/// needs to know why.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
+/// let mut heartbeat = timer.interval(Duration::from_secs(10));
+/// let first = heartbeat.tick().await; // the first tick completes at once
+/// let second = heartbeat.tick().await;
+/// assert_eq!(second - first, Duration::from_secs(10));
+/// # }
+/// ```
+///
+/// As a [`Stream`]:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use futures::StreamExt;
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
+/// let ticks: Vec<_> = timer.interval(Duration::from_millis(100)).take(3).collect().await;
+/// assert_eq!(ticks[2] - ticks[0], Duration::from_millis(200));
+/// # }
+/// ```
+#[must_use = "streams do nothing unless polled"]
+pub struct Interval {
+    timeout: Timeout,
+    /// The nominal instant of the next tick; the timeout waits for it,
+    /// rounded up to the timer's tick.
+    next: Instant,
+    period: Duration,
+    /// How late a tick may be and still count as on time.
+    tolerance: Duration,
+    behavior: MissedTickBehavior,
+}
+
+/// What an [`Interval`] does after it missed ticks.
+///
+/// Say the period is 10 ms, the interval started at 0 ms, and the task
+/// polling it stalled from 12 ms to 35 ms, missing the ticks due at 20 and
+/// 30 ms. The next ticks complete at:
+///
+/// | behaviour | ticks after the stall (ms) |
+/// |-----------|----------------------------|
+/// | [`Burst`](MissedTickBehavior::Burst) (default) | 35 (reports 20), 35 (reports 30), 40, 50, ... |
+/// | [`Delay`](MissedTickBehavior::Delay) | 35 (reports 20), 45, 55, ... |
+/// | [`Skip`](MissedTickBehavior::Skip) | 35 (reports 20), 40, 50, ... |
+///
+/// The same semantics as `tokio::time::MissedTickBehavior`.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::MissedTickBehavior;
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
+/// let mut interval = timer.interval(Duration::from_secs(1));
+/// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
+/// interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+/// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Skip);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MissedTickBehavior {
+    /// Catch up: the missed ticks complete at once, one after the other,
+    /// then the schedule goes on at `start + n * period` as if nothing
+    /// happened. The default. Suits work that must happen a fixed number
+    /// of times.
+    #[default]
+    Burst,
+    /// Start over: the next tick is one period after the late tick
+    /// completed, and the schedule shifts by the delay. Suits "at least
+    /// `period` between ticks", such as heartbeats that must not bunch up.
+    Delay,
+    /// Drop the missed ticks: the next tick is the next one due on the
+    /// original schedule, `start + n * period`.
+    Skip,
+}
+
+impl MissedTickBehavior {
+    /// The instant of the tick after one that was due at `due` but
+    /// completed late, at `now`.
+    fn next(self, due: Instant, now: Instant, period: Duration) -> Instant {
+        match self {
+            MissedTickBehavior::Burst => add(due, period),
+            MissedTickBehavior::Delay => add(now, period),
+            MissedTickBehavior::Skip => {
+                let late = nanos(now - due);
+                let period_ns = nanos(period);
+                let into_period = Duration::from_nanos(late % period_ns);
+                add(now, period - into_period)
+            }
+        }
+    }
+}
+
+impl Timer {
+    /// An [`Interval`] that ticks every `period`, the first tick at once.
+    ///
+    /// Same as [`interval_at(Instant::now(), period)`](Timer::interval_at).
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero, the timer is stopped, or it is at its
+    /// [`max_pending`](crate::Builder::max_pending) limit;
+    /// [`try_interval`](Timer::try_interval) returns those as errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let start = Instant::now();
+    /// let mut interval = timer.interval(Duration::from_millis(10));
+    /// assert_eq!(interval.tick().await, start); // at once
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(10));
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(20));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn interval(&self, period: Duration) -> Interval {
+        unwrap(self.try_interval(period))
+    }
+
+    /// An [`Interval`] whose first tick is at `start`, then one every
+    /// `period`.
+    ///
+    /// # Panics
+    ///
+    /// As [`interval`](Timer::interval);
+    /// [`try_interval_at`](Timer::try_interval_at) returns errors instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let start = Instant::now() + Duration::from_secs(1);
+    /// let mut interval = timer.interval_at(start, Duration::from_secs(5));
+    /// assert_eq!(interval.tick().await, start);
+    /// assert_eq!(interval.tick().await, start + Duration::from_secs(5));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        unwrap(self.try_interval_at(start, period))
+    }
+
+    /// Like [`interval`](Timer::interval), but returns an error instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_config`] for a zero period; otherwise as
+    /// [`try_sleep`](Timer::try_sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let err = timer.try_interval(Duration::ZERO).unwrap_err();
+    /// assert!(err.is_invalid_config());
+    /// assert!(timer.try_interval(Duration::from_secs(1)).is_ok());
+    /// # }
+    /// ```
+    pub fn try_interval(&self, period: Duration) -> Result<Interval, Error> {
+        self.try_interval_at(Instant::now(), period)
+    }
+
+    /// Like [`interval_at`](Timer::interval_at), but returns an error
+    /// instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_interval`](Timer::try_interval).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// timer.stop();
+    /// let err = timer.try_interval_at(Instant::now(), Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_stopped());
+    /// # }
+    /// ```
+    pub fn try_interval_at(&self, start: Instant, period: Duration) -> Result<Interval, Error> {
+        if period.is_zero() {
+            return Err(Error::invalid_config("interval period must be non-zero"));
+        }
+        let timeout = self.try_sleep_until(start)?;
+        Ok(Interval {
+            timeout,
+            next: start,
+            period,
+            tolerance: self.tick() + TOLERANCE,
+            behavior: MissedTickBehavior::default(),
+        })
+    }
+}
+
+impl Interval {
+    /// Completes at the next tick and returns its nominal instant.
+    ///
+    /// The first tick completes at the interval's start (at once for
+    /// [`Timer::interval`]).
+    ///
+    /// # Cancellation
+    ///
+    /// Cancel safe: dropping the future before it completes loses no tick;
+    /// the next call picks up the same tick.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_millis(20));
+    /// let start = Instant::now();
+    /// for _ in 0..3 {
+    ///     interval.tick().await;
+    /// }
+    /// assert_eq!(start.elapsed(), Duration::from_millis(40));
+    /// # }
+    /// ```
+    pub async fn tick(&mut self) -> Instant {
+        poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick: `Ready` with its nominal instant once it
+    /// is due, else `Pending`, and `cx`'s waker is woken when it is due.
+    ///
+    /// Only the waker of the last call is woken, as with other futures.
+    /// Stays `Pending` for good once the timer is stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::future::poll_fn;
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_millis(5));
+    /// let first = poll_fn(|cx| interval.poll_tick(cx)).await;
+    /// let second = poll_fn(|cx| interval.poll_tick(cx)).await;
+    /// assert_eq!(second - first, Duration::from_millis(5));
+    /// # }
+    /// ```
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        let now = Instant::now();
+        // The clock may pass the nominal instant before the driver turns
+        // the wheel to the (rounded-up) tick: no need to wait for it then.
+        if now < self.next {
+            if Pin::new(&mut self.timeout).poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if self.timeout.is_cancelled() {
+                return Poll::Pending;
+            }
+        } else if self.timeout.is_cancelled() {
+            return Poll::Pending;
+        }
+        let due = self.next;
+        let now = Instant::now();
+        self.next = if now > add(due, self.tolerance) {
+            tracing::trace!(
+                late = ?(now - due),
+                behavior = ?self.behavior,
+                "hashwheel: interval missed a tick"
+            );
+            self.behavior.next(due, now, self.period)
+        } else {
+            add(due, self.period)
+        };
+        self.timeout.reset_at(self.next);
+        Poll::Ready(due)
+    }
+
+    /// Restarts the schedule: the next tick is one period from now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_secs(10));
+    /// interval.tick().await;
+    /// tokio::time::sleep(Duration::from_secs(3)).await;
+    /// interval.reset();
+    /// let now = Instant::now();
+    /// assert_eq!(interval.tick().await, now + Duration::from_secs(10));
+    /// # }
+    /// ```
+    pub fn reset(&mut self) {
+        self.reset_at(add(Instant::now(), self.period));
+    }
+
+    /// Restarts the schedule with a tick due now: the next
+    /// [`tick`](Interval::tick) completes at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_secs(10));
+    /// interval.tick().await;
+    /// interval.reset_immediately();
+    /// let now = Instant::now();
+    /// assert_eq!(interval.tick().await, now);
+    /// # }
+    /// ```
+    pub fn reset_immediately(&mut self) {
+        self.reset_at(Instant::now());
+    }
+
+    /// Restarts the schedule with the next tick `after` from now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_secs(10));
+    /// interval.tick().await;
+    /// interval.reset_after(Duration::from_secs(1));
+    /// let now = Instant::now();
+    /// assert_eq!(interval.tick().await, now + Duration::from_secs(1));
+    /// assert_eq!(interval.tick().await, now + Duration::from_secs(11));
+    /// # }
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        self.reset_at(add(Instant::now(), after));
+    }
+
+    /// Restarts the schedule with the next tick at `deadline`, in O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_secs(10));
+    /// let at = Instant::now() + Duration::from_millis(1500);
+    /// interval.reset_at(at);
+    /// assert_eq!(interval.tick().await, at);
+    /// # }
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.next = deadline;
+        self.timeout.reset_at(deadline);
+    }
+
+    /// The period between ticks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let interval = timer.interval(Duration::from_secs(30));
+    /// assert_eq!(interval.period(), Duration::from_secs(30));
+    /// # }
+    /// ```
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// What the interval does after missed ticks; see
+    /// [`MissedTickBehavior`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::MissedTickBehavior;
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let interval = timer.interval(Duration::from_secs(1));
+    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
+    /// # }
+    /// ```
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.behavior
+    }
+
+    /// Sets what the interval does after missed ticks; see
+    /// [`MissedTickBehavior`]. Takes effect at the next missed tick.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::MissedTickBehavior;
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let mut interval = timer.interval(Duration::from_secs(1));
+    /// interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Delay);
+    /// # }
+    /// ```
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.behavior = behavior;
+    }
+}
+
+impl Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        let this = self.get_mut();
+        match this.poll_tick(cx) {
+            Poll::Ready(instant) => Poll::Ready(Some(instant)),
+            Poll::Pending if this.timeout.is_cancelled() => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl fmt::Debug for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interval")
+            .field("next", &self.next)
+            .field("period", &self.period)
+            .field("missed_tick_behavior", &self.behavior)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `instant + d`, or "never" (about 30 years out) on overflow.
+fn add(instant: Instant, d: Duration) -> Instant {
+    instant
+        .checked_add(d)
+        .unwrap_or_else(|| far_future(instant))
+}
+
+/// Whole nanoseconds, saturating; at least 1 so it can divide.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+}
+
+#[track_caller]
+fn unwrap<T>(res: Result<T, Error>) -> T {
+    match res {
+        Ok(value) => value,
+        Err(err) => panic!("hashwheel: {err}"),
+    }
+}

@@ -1,0 +1,94 @@
+//! `Builder` validation.
+
+use std::time::Duration;
+
+use hashwheel::Timer;
+
+fn config_error(builder: hashwheel::Builder) -> String {
+    let err = builder.build().unwrap_err();
+    assert!(err.is_invalid_config(), "{err}");
+    assert!(!err.is_stopped() && !err.is_at_capacity());
+    err.to_string()
+}
+
+#[tokio::test]
+async fn zero_tick_is_an_error_naming_the_value() {
+    let msg = config_error(Timer::builder().tick(Duration::ZERO));
+    assert_eq!(
+        msg,
+        "invalid timer configuration: tick must be non-zero, got 0ns"
+    );
+}
+
+#[tokio::test]
+async fn wheel_sizes_out_of_range_are_errors() {
+    assert!(config_error(Timer::builder().wheel_size(0)).ends_with("got 0"));
+    let too_big = (1 << 30) + 1;
+    assert!(config_error(Timer::builder().wheel_size(too_big)).ends_with(&format!("got {too_big}")));
+}
+
+#[tokio::test]
+async fn a_span_that_overflows_is_an_error() {
+    let msg = config_error(Timer::builder().tick(Duration::MAX));
+    assert!(msg.contains("overflows the wheel's span"), "{msg}");
+    assert!(msg.contains(&format!("{:?}", Duration::MAX)), "{msg}");
+    let tick = Duration::from_secs(u64::MAX / 4);
+    let msg = config_error(Timer::builder().tick(tick).wheel_size(8));
+    assert!(msg.contains("8 buckets"), "{msg}");
+}
+
+#[tokio::test]
+async fn shard_counts_out_of_range_are_errors() {
+    assert!(config_error(Timer::builder().shards(0)).ends_with("got 0"));
+    assert!(config_error(Timer::builder().shards(70_000)).ends_with("got 70000"));
+}
+
+#[test]
+fn outside_a_runtime_build_fails_and_new_panics() {
+    let msg = config_error(Timer::builder());
+    assert!(msg.contains("no tokio runtime"), "{msg}");
+    let panic = std::panic::catch_unwind(Timer::new).unwrap_err();
+    assert!(panic
+        .downcast_ref::<String>()
+        .unwrap()
+        .contains("no tokio runtime"));
+}
+
+#[test]
+fn an_explicit_handle_works_outside_the_runtime() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let timer = Timer::builder()
+        .handle(rt.handle().clone())
+        .build()
+        .unwrap();
+    rt.block_on(timer.sleep(Duration::from_millis(2)));
+    assert_eq!(timer.pending(), 0);
+}
+
+#[tokio::test]
+async fn sub_millisecond_ticks_are_raised_to_one_millisecond() {
+    let timer = Timer::builder()
+        .tick(Duration::from_micros(10))
+        .build()
+        .unwrap();
+    assert_eq!(timer.tick(), Duration::from_millis(1));
+}
+
+#[tokio::test]
+async fn wheel_size_rounds_up_to_a_power_of_two() {
+    let timer = Timer::builder().wheel_size(1).build().unwrap();
+    assert_eq!(timer.wheel_size(), 1);
+    let timer = Timer::builder().wheel_size(513).build().unwrap();
+    assert_eq!(timer.wheel_size(), 1024);
+    let timer = Timer::new();
+    assert_eq!(timer.wheel_size(), 512);
+    assert_eq!(timer.tick(), Duration::from_millis(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_one_bucket_wheel_still_fires_on_time() {
+    let timer = Timer::builder().wheel_size(1).build().unwrap();
+    let start = tokio::time::Instant::now();
+    timer.sleep(Duration::from_millis(37)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(37));
+}

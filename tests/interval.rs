@@ -1,0 +1,282 @@
+//! `Interval`: ticks on schedule, never early, and each missed-tick
+//! behaviour after a stall.
+
+mod common;
+
+use std::task::Poll;
+use std::time::Duration;
+
+use common::{advance, settle, MS};
+use futures::StreamExt;
+use hashwheel::{Interval, MissedTickBehavior, Timer};
+use tokio::time::Instant;
+use tokio_test::task::{self, Spawn};
+use tokio_test::{assert_pending, assert_ready, assert_ready_eq};
+
+const PERIOD: Duration = Duration::from_millis(10);
+
+fn poll_tick(t: &mut Spawn<Interval>) -> Poll<Instant> {
+    t.enter(|cx, interval| interval.get_mut().poll_tick(cx))
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn interval_is_send_sync_unpin() {
+    fn assert<T: Send + Sync + Unpin + std::fmt::Debug + 'static>() {}
+    assert::<Interval>();
+    assert::<MissedTickBehavior>();
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_tick_at_once_then_every_period() {
+    let timer = Timer::new();
+    let start = Instant::now();
+    let mut t = task::spawn(timer.interval(PERIOD));
+    assert_ready_eq!(poll_tick(&mut t), start);
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(9)).await;
+    assert!(!t.is_woken());
+    assert_pending!(poll_tick(&mut t));
+    advance(MS).await;
+    assert!(t.is_woken());
+    assert_ready_eq!(poll_tick(&mut t), start + PERIOD);
+    assert_pending!(poll_tick(&mut t));
+    advance(PERIOD).await;
+    assert!(t.is_woken());
+    assert_ready_eq!(poll_tick(&mut t), start + 2 * PERIOD);
+}
+
+#[tokio::test(start_paused = true)]
+async fn interval_at_waits_for_start() {
+    let timer = Timer::new();
+    let start = Instant::now() + ms(25);
+    let mut t = task::spawn(timer.interval_at(start, PERIOD));
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(24)).await;
+    assert_pending!(poll_tick(&mut t));
+    advance(MS).await;
+    assert!(t.is_woken());
+    assert_ready_eq!(poll_tick(&mut t), start);
+    advance(PERIOD).await;
+    assert_ready_eq!(poll_tick(&mut t), start + PERIOD);
+}
+
+#[tokio::test]
+#[should_panic(expected = "interval period must be non-zero")]
+async fn zero_period_panics() {
+    let _ = Timer::new().interval(Duration::ZERO);
+}
+
+#[tokio::test]
+async fn zero_period_is_an_error_with_try() {
+    let timer = Timer::new();
+    assert!(timer
+        .try_interval(Duration::ZERO)
+        .unwrap_err()
+        .is_invalid_config());
+    let err = timer
+        .try_interval_at(Instant::now(), Duration::ZERO)
+        .unwrap_err();
+    assert!(err.is_invalid_config());
+    assert_eq!(timer.pending(), 0);
+}
+
+#[tokio::test]
+async fn stopped_timer_is_an_error_with_try() {
+    let timer = Timer::new();
+    timer.stop();
+    assert!(timer.try_interval(PERIOD).unwrap_err().is_stopped());
+}
+
+#[tokio::test]
+async fn at_capacity_is_an_error_with_try() {
+    let timer = Timer::builder().max_pending(1).build().unwrap();
+    let _one = timer.interval(PERIOD);
+    assert!(timer.try_interval(PERIOD).unwrap_err().is_at_capacity());
+}
+
+/// Ticks at 0, then the task stalls for 35 ms: the ticks due at 10, 20 and
+/// 30 ms are missed.
+async fn stalled(behavior: MissedTickBehavior) -> (Timer, Spawn<Interval>, Instant) {
+    let timer = Timer::new();
+    let start = Instant::now();
+    let mut interval = timer.interval(PERIOD);
+    interval.set_missed_tick_behavior(behavior);
+    let mut t = task::spawn(interval);
+    assert_ready_eq!(poll_tick(&mut t), start);
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(35)).await;
+    (timer, t, start)
+}
+
+#[tokio::test(start_paused = true)]
+async fn burst_catches_up_then_keeps_the_schedule() {
+    let (_timer, mut t, start) = stalled(MissedTickBehavior::Burst).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(10));
+    assert_ready_eq!(poll_tick(&mut t), start + ms(20));
+    assert_ready_eq!(poll_tick(&mut t), start + ms(30));
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(4)).await;
+    assert_pending!(poll_tick(&mut t));
+    advance(MS).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(40));
+    advance(PERIOD).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(50));
+}
+
+#[tokio::test(start_paused = true)]
+async fn delay_restarts_the_period_from_the_late_tick() {
+    let (_timer, mut t, start) = stalled(MissedTickBehavior::Delay).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(10));
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(9)).await;
+    assert_pending!(poll_tick(&mut t));
+    advance(MS).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(45));
+    advance(PERIOD).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(55));
+}
+
+#[tokio::test(start_paused = true)]
+async fn skip_drops_missed_ticks_and_keeps_the_grid() {
+    let (_timer, mut t, start) = stalled(MissedTickBehavior::Skip).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(10));
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(4)).await;
+    assert_pending!(poll_tick(&mut t));
+    advance(MS).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(40));
+    advance(PERIOD).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(50));
+}
+
+#[tokio::test(start_paused = true)]
+async fn default_is_burst() {
+    let timer = Timer::new();
+    let interval = timer.interval(PERIOD);
+    assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
+    assert_eq!(MissedTickBehavior::default(), MissedTickBehavior::Burst);
+}
+
+#[tokio::test(start_paused = true)]
+async fn slightly_late_ticks_are_not_missed() {
+    // 3 ms late is within the tolerance: Delay keeps the original grid.
+    let timer = Timer::new();
+    let start = Instant::now();
+    let mut interval = timer.interval(PERIOD);
+    interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut t = task::spawn(interval);
+    assert_ready_eq!(poll_tick(&mut t), start);
+    advance(ms(13)).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(10));
+    advance(ms(7)).await;
+    assert_ready_eq!(poll_tick(&mut t), start + ms(20));
+}
+
+#[tokio::test(start_paused = true)]
+async fn never_early_with_a_coarse_tick() {
+    let timer = Timer::builder().tick(ms(10)).build().unwrap();
+    let start = Instant::now();
+    let mut interval = timer.interval(ms(15));
+    for n in 0..20u32 {
+        let due = interval.tick().await;
+        assert_eq!(due, start + ms(15) * n, "nominal instants, no drift");
+        let now = Instant::now();
+        assert!(now >= due, "tick {n} early: {now:?} < {due:?}");
+        assert!(now - due <= ms(10), "tick {n} more than a tick late");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn reset_restarts_from_now() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.interval(PERIOD));
+    assert_ready!(poll_tick(&mut t));
+    advance(ms(7)).await;
+    t.reset();
+    let now = Instant::now();
+    advance(ms(9)).await;
+    assert_pending!(poll_tick(&mut t));
+    advance(MS).await;
+    assert_ready_eq!(poll_tick(&mut t), now + PERIOD);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reset_immediately_after_and_at() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.interval(ms(100)));
+    assert_ready!(poll_tick(&mut t));
+    t.reset_immediately();
+    assert_ready_eq!(poll_tick(&mut t), Instant::now());
+    t.reset_after(ms(3));
+    let now = Instant::now();
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(3)).await;
+    assert_ready_eq!(poll_tick(&mut t), now + ms(3));
+    let at = Instant::now() + ms(50);
+    t.reset_at(at);
+    advance(ms(50)).await;
+    assert_ready_eq!(poll_tick(&mut t), at);
+    advance(ms(100)).await;
+    assert_ready_eq!(poll_tick(&mut t), at + ms(100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_wheel_entry_however_long_it_runs() {
+    let timer = Timer::new();
+    let mut interval = timer.interval(MS);
+    for _ in 0..100 {
+        interval.tick().await;
+        assert_eq!(timer.pending(), 1);
+    }
+    drop(interval);
+    assert_eq!(timer.pending(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn tick_is_cancel_safe() {
+    let timer = Timer::new();
+    let start = Instant::now();
+    let mut interval = timer.interval(PERIOD);
+    interval.tick().await;
+    {
+        let mut fut = task::spawn(interval.tick());
+        assert_pending!(fut.poll());
+    }
+    advance(PERIOD).await;
+    assert_eq!(interval.tick().await, start + PERIOD);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stream_yields_nominal_instants() {
+    let timer = Timer::new();
+    let start = Instant::now();
+    let ticks: Vec<_> = timer.interval(PERIOD).take(4).collect().await;
+    let want: Vec<_> = (0..4u32).map(|n| start + PERIOD * n).collect();
+    assert_eq!(ticks, want);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stream_ends_when_the_timer_stops() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.interval(PERIOD));
+    assert_ready_eq!(t.poll_next(), Some(Instant::now()));
+    assert_pending!(t.poll_next());
+    timer.stop();
+    settle().await;
+    assert!(t.is_woken());
+    assert_ready_eq!(t.poll_next(), None);
+    assert_pending!(poll_tick(&mut t));
+}
+
+#[tokio::test(start_paused = true)]
+async fn debug_shows_the_schedule() {
+    let timer = Timer::new();
+    let interval = timer.interval(PERIOD);
+    let text = format!("{interval:?}");
+    assert!(text.contains("period: 10ms"), "{text}");
+    assert!(text.contains("Burst"), "{text}");
+}

@@ -1,0 +1,44 @@
+//! Auto traits, decided on purpose and asserted at compile time.
+
+use hashwheel::{Builder, Elapsed, Error, TaskHandle, Timeout, Timer, WithTimeout};
+
+fn send_sync<T: Send + Sync>() {}
+fn unpin<T: Unpin>() {}
+fn clone<T: Clone>() {}
+fn debug<T: std::fmt::Debug>() {}
+fn error<T: std::error::Error + Send + Sync + 'static>() {}
+
+#[test]
+fn public_types_are_send_sync_and_debug() {
+    send_sync::<Timer>();
+    send_sync::<Timeout>();
+    send_sync::<TaskHandle>();
+    send_sync::<Builder>();
+    send_sync::<Error>();
+    send_sync::<Elapsed>();
+    send_sync::<WithTimeout<std::future::Ready<()>>>();
+    debug::<Timer>();
+    debug::<Timeout>();
+    debug::<TaskHandle>();
+    debug::<Builder>();
+    debug::<WithTimeout<std::future::Ready<()>>>();
+    error::<Error>();
+    error::<Elapsed>();
+}
+
+#[test]
+fn handles_are_clone_and_timeouts_unpin() {
+    clone::<Timer>();
+    clone::<TaskHandle>();
+    unpin::<Timeout>();
+    unpin::<WithTimeout<std::future::Ready<()>>>();
+}
+
+#[test]
+fn a_timeout_is_two_words() {
+    assert_eq!(
+        std::mem::size_of::<Timeout>(),
+        2 * std::mem::size_of::<usize>()
+    );
+    assert_eq!(std::mem::size_of::<Timer>(), std::mem::size_of::<usize>());
+}
