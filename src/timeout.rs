@@ -336,6 +336,8 @@ impl Future for Timeout {
             UNREGISTERED => {
                 let tick = this.low();
                 let shard = &*this.shard;
+                // Cloned before the lock: a waker's clone is foreign code.
+                let waker = cx.waker().clone();
                 let mut state = shard.lock();
                 let done = if shard.common.is_stopped() {
                     state.counts.cancelled += 1;
@@ -344,7 +346,7 @@ impl Future for Timeout {
                     state.counts.fired += 1;
                     FIRED
                 } else {
-                    let key = state.wheel.insert(tick, false, Some(cx.waker().clone()));
+                    let key = state.wheel.insert(tick, false, Some(waker));
                     drop(state);
                     shard.common.note_deadline(tick);
                     this.set(REGISTERED, u64::from(key));
@@ -352,6 +354,7 @@ impl Future for Timeout {
                 };
                 shard.release_locked(&mut state, 1);
                 drop(state);
+                drop(waker);
                 this.set(done, tick);
                 Poll::Ready(())
             }
