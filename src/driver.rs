@@ -23,10 +23,9 @@ use std::sync::{Arc, Weak};
 use std::task::Waker;
 
 use futures::future::select;
-use tokio::sync::Notify;
 
 use crate::task::TaskInner;
-use crate::timer::{far_future, Shared};
+use crate::timer::{far_future, stop, Common, Shard};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
@@ -43,73 +42,82 @@ enum Fired {
 
 /// The driver task. Its drop guard exists from the call on, not from the
 /// first poll: a runtime may shut down before it ever polls the task.
-pub(crate) fn run(weak: Weak<Shared>, notify: Arc<Notify>) -> impl Future<Output = ()> {
+pub(crate) fn run(common: Arc<Common>, shards: Box<[Weak<Shard>]>) -> impl Future<Output = ()> {
     // If the runtime drops this task while the timer lives (it shut down),
     // nothing will fire any more: stop the timer so every pending timeout
     // completes instead of hanging.
-    drive(StopOnDrop(weak.clone()), weak, notify)
+    drive(StopOnDrop(common, shards))
 }
 
-async fn drive(_guard: StopOnDrop, weak: Weak<Shared>, notify: Arc<Notify>) {
-    let mut sleep = pin!(tokio::time::sleep_until(far_future(
-        tokio::time::Instant::now()
-    )));
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut target = u64::MAX;
-    loop {
-        // Sleep until `target`, or until an earlier insert notifies.
-        let deadline = {
-            let Some(shared) = weak.upgrade() else { return };
-            if shared.is_stopped() {
+async fn drive(guard: StopOnDrop) {
+    let (common, shards) = (&guard.0, &guard.1);
+    // Timeouts keep only their shard alive: the driver runs while any shard
+    // lives (the timer holds them all, so while it lives too).
+    let alive = |shards: &[Weak<Shard>]| shards.iter().any(|s| s.strong_count() > 0);
+    {
+        let mut sleep = pin!(tokio::time::sleep_until(far_future(
+            tokio::time::Instant::now()
+        )));
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut target = u64::MAX;
+        loop {
+            // Sleep until `target`, or until an earlier insert notifies.
+            if common.is_stopped() || !alive(shards) {
                 return;
             }
-            (target != u64::MAX).then(|| shared.instant_of(target))
-        };
-        let notified = pin!(notify.notified());
-        match deadline {
-            Some(deadline) => {
-                sleep.as_mut().reset(deadline);
-                select(notified, sleep.as_mut()).await;
+            let deadline = (target != u64::MAX).then(|| common.instant_of(target));
+            let notified = pin!(common.notify.notified());
+            match deadline {
+                Some(deadline) => {
+                    sleep.as_mut().reset(deadline);
+                    select(notified, sleep.as_mut()).await;
+                }
+                None => notified.await,
             }
-            None => notified.await,
-        }
 
-        let Some(shared) = weak.upgrade() else { return };
-        if shared.is_stopped() {
-            return;
+            if common.is_stopped() || !alive(shards) {
+                return;
+            }
+            let now = common.now_tick();
+            let planned = common.planned.load(Ordering::Acquire);
+            if planned > now {
+                // Woken by an insert that is not due yet: only move the alarm.
+                target = planned;
+                continue;
+            }
+            common.planned.store(u64::MAX, Ordering::SeqCst);
+            common.wakeups.fetch_add(1, Ordering::Relaxed);
+            if target != u64::MAX && now > target {
+                common.late_ticks.fetch_add(now - target, Ordering::Relaxed);
+                if now > target.saturating_add(LAG_WARN_TICKS) {
+                    tracing::warn!(
+                        late_ticks = now - target,
+                        "hashwheel: driver ran late, catching up"
+                    );
+                }
+            }
+            let next = turn(common, shards, now, &mut batch);
+            let planned = common.planned.fetch_min(next, Ordering::AcqRel);
+            target = planned.min(next);
+            tracing::trace!(now, next = target, "hashwheel: turned the wheels");
         }
-        let now = shared.now_tick();
-        let planned = shared.planned.load(Ordering::Acquire);
-        if planned > now {
-            // Woken by an insert that is not due yet: only move the alarm.
-            target = planned;
-            continue;
-        }
-        shared.planned.store(u64::MAX, Ordering::SeqCst);
-        shared.wakeups.fetch_add(1, Ordering::Relaxed);
-        if target != u64::MAX && now > target.saturating_add(LAG_WARN_TICKS) {
-            tracing::warn!(
-                late_ticks = now - target,
-                "hashwheel: driver ran late, catching up"
-            );
-        }
-        let next = turn(&shared, now, &mut batch);
-        let planned = shared.planned.fetch_min(next, Ordering::AcqRel);
-        target = planned.min(next);
-        tracing::trace!(now, next = target, "hashwheel: turned the wheels");
     }
 }
 
-/// Expires everything due at or before `now` on every shard, in batches,
-/// waking outside the lock. Returns the earliest tick with work left.
-fn turn(shared: &Shared, now: u64, batch: &mut Vec<Fired>) -> u64 {
+/// Expires everything due at or before `now` on every live shard, in
+/// batches, waking outside the lock. Returns the earliest tick with work
+/// left.
+fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired>) -> u64 {
     let mut next = u64::MAX;
-    for shard in 0..shared.shards.len() {
+    for (index, shard) in shards.iter().enumerate() {
+        let Some(shard) = shard.upgrade() else {
+            continue;
+        };
         loop {
             let mut expired = 0;
             let mut tasks = 0;
             let shard_next = {
-                let mut guard = shared.lock(shard);
+                let mut guard = shard.lock();
                 let state = &mut *guard;
                 while expired < BATCH {
                     let Some(entry) = state.wheel.pop_expired(now) else {
@@ -126,13 +134,13 @@ fn turn(shared: &Shared, now: u64, batch: &mut Vec<Fired>) -> u64 {
                         batch.push(Fired::Waker(waker));
                     }
                 }
+                state.counts.fired += expired as u64;
+                shard.release_locked(state, expired);
                 (expired < BATCH).then(|| state.wheel.next_expiration())
             };
-            shared.release(shard, expired);
-            shared.tasks_done(tasks);
-            shared.fired.fetch_add(expired as u64, Ordering::Relaxed);
+            common.tasks_done(tasks);
             if expired > 0 {
-                tracing::trace!(shard, expired, "hashwheel: expired");
+                tracing::trace!(shard = index, expired, "hashwheel: expired");
             }
             for fired in batch.drain(..) {
                 match fired {
@@ -188,15 +196,14 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
     }
 }
 
-struct StopOnDrop(Weak<Shared>);
+struct StopOnDrop(Arc<Common>, Box<[Weak<Shard>]>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        if let Some(shared) = self.0.upgrade() {
-            if !shared.is_stopped() {
-                tracing::debug!("hashwheel: driver task ended; stopping the timer");
-                shared.stop();
-            }
+        let (common, shards) = (&*self.0, &*self.1);
+        if !common.is_stopped() && shards.iter().any(|s| s.strong_count() > 0) {
+            tracing::debug!("hashwheel: driver task ended; stopping the timer");
+            stop(common, shards.iter().filter_map(Weak::upgrade));
         }
     }
 }

@@ -106,6 +106,7 @@ mod error;
 #[cfg(feature = "hyper")]
 mod hyper;
 mod interval;
+mod stats;
 mod task;
 mod timeout;
 mod timer;
@@ -116,6 +117,7 @@ mod wheel;
 
 pub use error::{Elapsed, Error};
 pub use interval::{Interval, MissedTickBehavior};
+pub use stats::Stats;
 pub use task::TaskHandle;
 pub use timeout::{Timeout, WithTimeout};
 pub use timer::{Builder, Timer};

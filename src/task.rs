@@ -128,9 +128,10 @@ impl TaskHandle {
             }
             state.wheel.remove(inner.key);
             state.tasks.remove(&inner.key);
+            state.counts.cancelled += 1;
+            shared.shards[inner.shard].release_locked(&mut state, 1);
             inner.mark_cancelled();
         }
-        shared.release(inner.shard, 1);
         shared.tasks_done(1);
         // The callback may own anything: drop it outside the lock.
         drop(inner.take_task());

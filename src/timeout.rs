@@ -12,15 +12,17 @@ use tokio::time::Instant;
 
 use crate::driver;
 use crate::error::Elapsed;
-use crate::timer::Shared;
+use crate::timer::{AtomicCounts, Shard};
 use crate::wheel::{Key, State, NEVER};
 
-// A `Timeout` is two words: the shared timer and a state word.
+// A `Timeout` is two words: its shard (which wheel and lock, and through
+// it the timer) and a state word. Holding the shard rather than the whole
+// timer keeps threads on different shards off each other's reference count.
 //
 // | bits  | meaning                                                  |
 // |-------|----------------------------------------------------------|
 // | 62-63 | kind: one of the four below                              |
-// | 46-61 | shard (which wheel and lock)                             |
+// | 46-61 | zero                                                     |
 // | 0-45  | deadline tick, or the slab key while `REGISTERED`        |
 //
 // | kind           | in the wheel? | meaning                                  |
@@ -39,8 +41,7 @@ const UNREGISTERED: u64 = 0b00 << 62;
 const REGISTERED: u64 = 0b01 << 62;
 const FIRED: u64 = 0b10 << 62;
 const CANCELLED: u64 = 0b11 << 62;
-const SHARD_SHIFT: u32 = 46;
-const LOW_MASK: u64 = (1 << SHARD_SHIFT) - 1;
+const LOW_MASK: u64 = (1 << 46) - 1;
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
 ///
@@ -77,24 +78,20 @@ const LOW_MASK: u64 = (1 << SHARD_SHIFT) - 1;
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Timeout {
-    shared: Arc<Shared>,
+    shard: Arc<Shard>,
     word: u64,
 }
 
 impl Timeout {
-    pub(crate) fn new(shared: Arc<Shared>, shard: usize, tick: u64) -> Timeout {
+    pub(crate) fn new(shard: Arc<Shard>, tick: u64) -> Timeout {
         Timeout {
-            shared,
-            word: UNREGISTERED | ((shard as u64) << SHARD_SHIFT) | tick.min(NEVER),
+            shard,
+            word: UNREGISTERED | tick.min(NEVER),
         }
     }
 
     fn kind(&self) -> u64 {
         self.word & KIND_MASK
-    }
-
-    fn shard(&self) -> usize {
-        ((self.word & !KIND_MASK) >> SHARD_SHIFT) as usize
     }
 
     fn low(&self) -> u64 {
@@ -106,12 +103,12 @@ impl Timeout {
     }
 
     fn set(&mut self, kind: u64, low: u64) {
-        self.word = kind | ((self.shard() as u64) << SHARD_SHIFT) | low;
+        self.word = kind | low;
     }
 
     /// The state of the entry of a registered timeout.
     fn entry_state(&self) -> State {
-        self.shared.lock(self.shard()).wheel.state(self.key())
+        self.shard.lock().wheel.state(self.key())
     }
 
     /// The instant this timeout completes: its deadline rounded up to the
@@ -134,11 +131,11 @@ impl Timeout {
     /// ```
     pub fn deadline(&self) -> Instant {
         let tick = if self.kind() == REGISTERED {
-            self.shared.lock(self.shard()).wheel.tick(self.key())
+            self.shard.lock().wheel.tick(self.key())
         } else {
             self.low()
         };
-        self.shared.instant_of(tick)
+        self.shard.common.instant_of(tick)
     }
 
     /// Whether the timeout reached its deadline. A timeout that was never
@@ -188,7 +185,7 @@ impl Timeout {
         match self.kind() {
             CANCELLED => true,
             REGISTERED => self.entry_state() == State::Cancelled,
-            UNREGISTERED => self.shared.is_stopped(),
+            UNREGISTERED => self.shard.common.is_stopped(),
             _ => false,
         }
     }
@@ -210,7 +207,7 @@ impl Timeout {
     /// # }
     /// ```
     pub fn cancel(mut self) -> bool {
-        let stopped = self.shared.is_stopped();
+        let stopped = self.shard.common.is_stopped();
         self.clear() && !stopped
     }
 
@@ -236,10 +233,7 @@ impl Timeout {
     /// # }
     /// ```
     pub fn reset(&mut self, delay: Duration) {
-        let tick = match Instant::now().checked_add(delay) {
-            Some(deadline) => self.shared.tick_of(deadline),
-            None => NEVER,
-        };
+        let tick = self.shard.common.tick_after(delay);
         self.reset_tick(tick);
     }
 
@@ -260,38 +254,49 @@ impl Timeout {
     /// # }
     /// ```
     pub fn reset_at(&mut self, deadline: Instant) {
-        let tick = self.shared.tick_of(deadline);
+        let tick = self.shard.common.tick_of(deadline);
         self.reset_tick(tick);
     }
 
     fn reset_tick(&mut self, tick: u64) {
         let tick = tick.min(NEVER);
-        let shard = self.shard();
+        let shard = &*self.shard;
         match self.kind() {
-            UNREGISTERED => self.set(UNREGISTERED, tick),
-            FIRED if !self.shared.is_stopped() => {
-                self.shared.reacquire(shard);
+            UNREGISTERED => {
+                AtomicCounts::add(&shard.unlocked.reset);
+                self.set(UNREGISTERED, tick);
+            }
+            FIRED if !shard.common.is_stopped() => {
+                AtomicCounts::add(&shard.unlocked.reset);
+                shard.reacquire();
                 self.set(UNREGISTERED, tick);
             }
             REGISTERED => {
-                let mut guard = self.shared.lock(shard);
-                // The driver of a stopped timer is gone: an entry that fired
-                // before the stop must not go back into the wheel, where it
-                // would never fire (checked under the lock `stop` drains by).
-                if self.shared.is_stopped() {
-                    return;
-                }
-                let (state, fired_now) = guard.wheel.reset(self.key(), tick);
-                drop(guard);
-                match (state, fired_now) {
-                    (State::Pending, Some(waker)) => {
-                        self.shared.release(shard, 1);
-                        driver::wake_all(waker);
+                let (state, fired_now) = {
+                    let mut guard = shard.lock();
+                    // The driver of a stopped timer is gone: an entry that
+                    // fired before the stop must not go back into the wheel,
+                    // where it would never fire (checked under the lock
+                    // `stop` drains by).
+                    if shard.common.is_stopped() {
+                        return;
                     }
-                    (State::Pending, None) => self.shared.note_deadline(tick),
+                    let res = guard.wheel.reset(self.key(), tick);
+                    if res.0 != State::Cancelled {
+                        guard.counts.reset += 1;
+                    }
+                    if let (State::Pending, Some(_)) = res {
+                        guard.counts.fired += 1;
+                        shard.release_locked(&mut guard, 1);
+                    }
+                    res
+                };
+                match (state, fired_now) {
+                    (State::Pending, Some(waker)) => driver::wake_all(waker),
+                    (State::Pending, None) => shard.common.note_deadline(tick),
                     (State::Fired, None) => {
-                        self.shared.reacquire(shard);
-                        self.shared.note_deadline(tick);
+                        shard.reacquire();
+                        shard.common.note_deadline(tick);
                     }
                     (State::Fired, Some(_)) | (State::Cancelled, _) => {}
                 }
@@ -302,20 +307,25 @@ impl Timeout {
 
     /// Takes the timeout out of the wheel; returns whether it was pending.
     fn clear(&mut self) -> bool {
-        let shard = self.shard();
+        let shard = &*self.shard;
         let was_pending = match self.kind() {
             UNREGISTERED => {
-                self.shared.release(shard, 1);
+                AtomicCounts::add(&shard.unlocked.cancelled);
+                shard.release(1);
                 true
             }
             REGISTERED => {
-                let (state, waker) = self.shared.lock(shard).wheel.remove(self.key());
+                let (state, waker) = {
+                    let mut guard = shard.lock();
+                    let res = guard.wheel.remove(self.key());
+                    if res.0 == State::Pending {
+                        guard.counts.cancelled += 1;
+                        shard.release_locked(&mut guard, 1);
+                    }
+                    res
+                };
                 drop(waker);
-                let pending = state == State::Pending;
-                if pending {
-                    self.shared.release(shard, 1);
-                }
-                pending
+                state == State::Pending
             }
             _ => false,
         };
@@ -329,30 +339,35 @@ impl Future for Timeout {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        let shard = this.shard();
         match this.kind() {
             UNREGISTERED => {
                 let tick = this.low();
-                let mut state = this.shared.lock(shard);
-                let done = if this.shared.is_stopped() {
+                let shard = &*this.shard;
+                // Cloned before the lock: a waker's clone is foreign code.
+                let waker = cx.waker().clone();
+                let mut state = shard.lock();
+                let done = if shard.common.is_stopped() {
+                    state.counts.cancelled += 1;
                     CANCELLED
                 } else if tick <= state.wheel.elapsed() {
+                    state.counts.fired += 1;
                     FIRED
                 } else {
-                    let key = state.wheel.insert(tick, false, Some(cx.waker().clone()));
+                    let key = state.wheel.insert(tick, false, Some(waker));
                     drop(state);
+                    shard.common.note_deadline(tick);
                     this.set(REGISTERED, u64::from(key));
-                    this.shared.note_deadline(tick);
                     return Poll::Pending;
                 };
+                shard.release_locked(&mut state, 1);
                 drop(state);
-                this.shared.release(shard, 1);
+                drop(waker);
                 this.set(done, tick);
                 Poll::Ready(())
             }
             REGISTERED => {
                 let key = this.key();
-                let mut state = this.shared.lock(shard);
+                let mut state = this.shard.lock();
                 let done = match state.wheel.state(key) {
                     State::Pending => {
                         let slot = state.wheel.value_mut(key);

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::driver;
 use crate::error::Error;
+use crate::stats::Stats;
 use crate::task::{TaskHandle, TaskInner};
 use crate::timeout::{Timeout, WithTimeout};
 use crate::wheel::{Expired, Key, Wheel, NEVER};
@@ -86,44 +87,90 @@ pub struct Builder {
     handle: Option<Handle>,
 }
 
-/// The state shared by [`Timer`]s, [`Timeout`]s and the driver.
+/// The state shared by [`Timer`]s and scheduled tasks: the shards and what
+/// they share. [`Timeout`]s hold only their [`Shard`], so that threads on
+/// different shards never write to one reference count.
 pub(crate) struct Shared {
-    pub(crate) shards: Box<[Shard]>,
-    start: Instant,
-    tick_ns: u64,
+    pub(crate) shards: Box<[Arc<Shard>]>,
+    pub(crate) common: Arc<Common>,
     tick: Duration,
     wheel_size: usize,
+}
+
+/// What every shard and the driver share: the clock, the driver's plan and
+/// signal, the stop flag and the timer-wide counters. It holds no shard, so
+/// shards can point at it without a cycle.
+pub(crate) struct Common {
+    start: Instant,
+    tick_ns: u64,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
-    /// Wakes the driver. Kept apart from `Shared` so the driver can wait on
-    /// it holding only a `Weak<Shared>`.
-    pub(crate) notify: Arc<Notify>,
+    /// Wakes the driver.
+    pub(crate) notify: Notify,
     stopped: AtomicBool,
     max_pending: Option<usize>,
     /// Pending count over all shards; kept only under a `max_pending` limit,
     /// so unlimited timers never touch a shared counter.
     reserved: AtomicUsize,
+    /// Written by the driver only.
     pub(crate) wakeups: AtomicU64,
-    pub(crate) fired: AtomicU64,
-    /// Pending tasks, and a reference to this very `Shared` while there are
-    /// any (see [`Shared::task_added`]).
+    /// Ticks the driver found itself behind when it woke, summed.
+    pub(crate) late_ticks: AtomicU64,
+    /// Pending tasks, and a reference to the `Shared` while there are any
+    /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
 }
 
 /// One wheel and its lock. Threads pick a shard each, so they rarely share
-/// a lock; a timeout stays on the shard it was created on.
+/// a lock or a cache line; a timeout stays on the shard it was created on.
 #[repr(align(128))]
 pub(crate) struct Shard {
     state: Mutex<ShardState>,
-    /// Timeouts and tasks of this shard neither fired nor cancelled.
+    /// Timeouts and tasks of this shard created or made pending again, less
+    /// those that ended without the lock. Those that end under the lock
+    /// count in [`ShardState::released`] instead, which saves the common
+    /// paths (a registered timeout dropped or fired) an atomic write: the
+    /// pending count is this less that, read under the lock.
     pending: AtomicUsize,
+    /// Counts for the operations that complete without the lock (see
+    /// [`Counts`] for the others).
+    pub(crate) unlocked: AtomicCounts,
+    pub(crate) common: Arc<Common>,
 }
 
 pub(crate) struct ShardState {
     pub(crate) wheel: Wheel<Option<Waker>>,
     /// Scheduled tasks, by key: detached entries of the wheel.
     pub(crate) tasks: HashMap<Key, Arc<TaskInner>>,
+    /// Counts kept under the lock, which the operation holds anyway.
+    pub(crate) counts: Counts,
+    /// Timeouts and tasks of this shard that fired or were cancelled under
+    /// the lock (see [`Shard::pending`]).
+    released: usize,
+}
+
+/// Operation counts of one shard, kept under its lock.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    pub(crate) fired: u64,
+    pub(crate) cancelled: u64,
+    pub(crate) reset: u64,
+}
+
+/// Operation counts of one shard for the paths that take no lock: relaxed,
+/// on the shard's own cache line.
+#[derive(Debug, Default)]
+pub(crate) struct AtomicCounts {
+    pub(crate) fired: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) reset: AtomicU64,
+}
+
+impl AtomicCounts {
+    pub(crate) fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Timer {
@@ -247,10 +294,7 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Timeout, Error> {
-        let tick = match Instant::now().checked_add(delay) {
-            Some(deadline) => self.shared.tick_of(deadline),
-            None => NEVER,
-        };
+        let tick = self.shared.common.tick_after(delay);
         self.timeout_at_tick(tick)
     }
 
@@ -279,7 +323,7 @@ impl Timer {
     fn timeout_at_tick(&self, tick: u64) -> Result<Timeout, Error> {
         let shard = self.shared.current_shard();
         self.shared.acquire(shard)?;
-        Ok(Timeout::new(self.shared.clone(), shard, tick))
+        Ok(Timeout::new(self.shared.shards[shard].clone(), tick))
     }
 
     /// Runs `fut` with a deadline `delay` from now: resolves to its output,
@@ -578,7 +622,33 @@ impl Timer {
     /// # }
     /// ```
     pub fn driver_wakeups(&self) -> u64 {
-        self.shared.wakeups.load(Ordering::Relaxed)
+        self.shared.common.wakeups.load(Ordering::Relaxed)
+    }
+
+    /// A snapshot of the timer's counters: see [`Stats`].
+    ///
+    /// The counters are kept per shard, mostly under locks the operations
+    /// take anyway, so they cost next to nothing to keep; this method locks
+    /// each shard briefly to read them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// timer.sleep(Duration::from_millis(5)).await;
+    /// drop(timer.sleep(Duration::from_secs(5)));
+    /// let stats = timer.stats();
+    /// assert_eq!(stats.fired, 1);
+    /// assert_eq!(stats.cancelled, 1);
+    /// assert_eq!(stats.pending, 0);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
     }
 }
 
@@ -796,43 +866,49 @@ impl Builder {
             })?,
         };
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let notify = Arc::new(Notify::new());
-        let shared = Arc::new(Shared {
-            shards: (0..shards)
-                .map(|_| Shard {
-                    state: Mutex::new(ShardState {
-                        wheel: Wheel::new(wheel_size, ring),
-                        tasks: HashMap::new(),
-                    }),
-                    pending: AtomicUsize::new(0),
-                })
-                .collect(),
+        let common = Arc::new(Common {
             start: Instant::now(),
             tick_ns,
-            tick,
-            wheel_size,
             planned: AtomicU64::new(u64::MAX),
-            notify: notify.clone(),
+            notify: Notify::new(),
             stopped: AtomicBool::new(false),
             max_pending: self.max_pending,
             reserved: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
-            fired: AtomicU64::new(0),
+            late_ticks: AtomicU64::new(0),
             keep_alive: Mutex::new((0, None)),
         });
-        handle.spawn(driver::run(Arc::downgrade(&shared), notify));
+        let shards: Box<[Arc<Shard>]> = (0..shards)
+            .map(|_| {
+                Arc::new(Shard {
+                    state: Mutex::new(ShardState {
+                        wheel: Wheel::new(wheel_size, ring),
+                        tasks: HashMap::new(),
+                        counts: Counts::default(),
+                        released: 0,
+                    }),
+                    pending: AtomicUsize::new(0),
+                    unlocked: AtomicCounts::default(),
+                    common: common.clone(),
+                })
+            })
+            .collect();
+        let weak = shards.iter().map(Arc::downgrade).collect();
+        let shared = Arc::new(Shared {
+            shards,
+            common: common.clone(),
+            tick,
+            wheel_size,
+        });
+        handle.spawn(driver::run(common, weak));
         Ok(Timer { shared })
     }
 }
 
 impl Shared {
-    /// Locks a shard. A panic under the lock cannot leave the wheel half
-    /// changed (no user code runs there), so poisoning is ignored.
+    /// Locks shard `shard`.
     pub(crate) fn lock(&self, shard: usize) -> MutexGuard<'_, ShardState> {
-        self.shards[shard]
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.shards[shard].lock()
     }
 
     /// The shard of the calling thread.
@@ -851,10 +927,91 @@ impl Shared {
         }
     }
 
+    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
+        self.common.tick_of(deadline)
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.common.is_stopped()
+    }
+
+    pub(crate) fn acquire(&self, shard: usize) -> Result<(), Error> {
+        self.shards[shard].acquire()
+    }
+
+    pub(crate) fn release(&self, shard: usize, n: usize) {
+        self.shards[shard].release(n);
+    }
+
+    pub(crate) fn note_deadline(&self, tick: u64) {
+        self.common.note_deadline(tick);
+    }
+
+    pub(crate) fn tasks_done(&self, n: usize) {
+        self.common.tasks_done(n);
+    }
+
+    pub(crate) fn pending(&self) -> usize {
+        if self.is_stopped() {
+            return 0;
+        }
+        self.shards.iter().map(|s| s.pending()).sum()
+    }
+
+    /// The counts of every shard, summed. Locks each shard in turn.
+    pub(crate) fn stats(&self) -> Stats {
+        let mut stats = Stats {
+            pending: self.pending(),
+            fired: 0,
+            cancelled: 0,
+            reset: 0,
+            driver_wakeups: self.common.wakeups.load(Ordering::Relaxed),
+            late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
+        };
+        for shard in self.shards.iter() {
+            let counts = shard.lock().counts;
+            let unlocked = &shard.unlocked;
+            stats.fired += counts.fired + unlocked.fired.load(Ordering::Relaxed);
+            stats.cancelled += counts.cancelled + unlocked.cancelled.load(Ordering::Relaxed);
+            stats.reset += counts.reset + unlocked.reset.load(Ordering::Relaxed);
+        }
+        stats
+    }
+
+    /// A task was scheduled. Pending tasks keep the timer alive, with no
+    /// `Timer` left, until they run or are cancelled: the first one makes
+    /// the timer hold a reference to itself.
+    pub(crate) fn task_added(self: &Arc<Self>) {
+        let mut keep = self.common.lock_keep_alive();
+        keep.0 += 1;
+        if keep.0 == 1 {
+            keep.1 = Some(self.clone());
+        }
+    }
+
+    pub(crate) fn stop(&self) -> Vec<TaskHandle> {
+        stop(&self.common, self.shards.iter().cloned())
+    }
+}
+
+impl Common {
     /// The last tick that has begun by the clock.
     pub(crate) fn now_tick(&self) -> u64 {
         let since = Instant::now().saturating_duration_since(self.start);
         u64::try_from(since.as_nanos() / u128::from(self.tick_ns)).unwrap_or(u64::MAX)
+    }
+
+    /// The first tick at or after `delay` from now: [`tick_of`](Self::tick_of)
+    /// of `now + delay`, with one `Instant` subtraction instead of an
+    /// addition and a subtraction (this is the schedule and reset path).
+    /// A sum that overflows means [`NEVER`].
+    pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
+        let since = Instant::now().saturating_duration_since(self.start);
+        match since.checked_add(delay) {
+            Some(since) => u64::try_from(since.as_nanos().div_ceil(u128::from(self.tick_ns)))
+                .map_or(NEVER, |tick| tick.min(NEVER)),
+            None => NEVER,
+        }
     }
 
     /// The first tick at or after `deadline`.
@@ -885,51 +1042,6 @@ impl Shared {
         self.stopped.load(Ordering::Acquire)
     }
 
-    /// Counts a new pending timeout or task on `shard`.
-    pub(crate) fn acquire(&self, shard: usize) -> Result<(), Error> {
-        if self.is_stopped() {
-            return Err(Error::stopped());
-        }
-        if let Some(max) = self.max_pending {
-            if self.reserved.fetch_add(1, Ordering::AcqRel) >= max {
-                self.reserved.fetch_sub(1, Ordering::AcqRel);
-                return Err(Error::at_capacity(max));
-            }
-        }
-        self.shards[shard].pending.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Counts a fired timeout pending again after a reset. Resets never fail,
-    /// so this may go past `max_pending`.
-    pub(crate) fn reacquire(&self, shard: usize) {
-        if self.max_pending.is_some() {
-            self.reserved.fetch_add(1, Ordering::AcqRel);
-        }
-        self.shards[shard].pending.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// `n` timeouts or tasks of `shard` fired or were cancelled.
-    pub(crate) fn release(&self, shard: usize, n: usize) {
-        if n == 0 {
-            return;
-        }
-        if self.max_pending.is_some() {
-            self.reserved.fetch_sub(n, Ordering::AcqRel);
-        }
-        self.shards[shard].pending.fetch_sub(n, Ordering::Relaxed);
-    }
-
-    pub(crate) fn pending(&self) -> usize {
-        if self.is_stopped() {
-            return 0;
-        }
-        self.shards
-            .iter()
-            .map(|s| s.pending.load(Ordering::Relaxed))
-            .sum()
-    }
-
     /// A pending entry now waits for `tick`: wake the driver if it planned
     /// to sleep past it. Called after the shard's lock is released.
     pub(crate) fn note_deadline(&self, tick: u64) {
@@ -937,17 +1049,6 @@ impl Shared {
             && self.planned.fetch_min(tick, Ordering::AcqRel) > tick
         {
             self.notify.notify_one();
-        }
-    }
-
-    /// A task was scheduled. Pending tasks keep the timer alive, with no
-    /// `Timer` left, until they run or are cancelled: the first one makes
-    /// the timer hold a reference to itself.
-    pub(crate) fn task_added(self: &Arc<Self>) {
-        let mut keep = self.lock_keep_alive();
-        keep.0 += 1;
-        if keep.0 == 1 {
-            keep.1 = Some(self.clone());
         }
     }
 
@@ -974,51 +1075,123 @@ impl Shared {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
 
-    /// Cancels everything pending and marks the timer stopped. Returns the
-    /// tasks that never ran; wakes every pending timeout, outside the locks.
-    pub(crate) fn stop(&self) -> Vec<TaskHandle> {
-        if self.stopped.swap(true, Ordering::AcqRel) {
-            return Vec::new();
+impl Shard {
+    /// Locks the shard. A panic under the lock cannot leave the wheel half
+    /// changed (no user code runs there), so poisoning is ignored.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ShardState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts a new pending timeout or task.
+    pub(crate) fn acquire(&self) -> Result<(), Error> {
+        let common = &*self.common;
+        if common.is_stopped() {
+            return Err(Error::stopped());
         }
-        let mut tasks = Vec::new();
-        for shard in 0..self.shards.len() {
-            let mut wakers = Vec::new();
-            let mut shard_tasks = Vec::new();
-            let mut drained = 0;
-            {
-                let mut guard = self.lock(shard);
-                let state = &mut *guard;
-                state.wheel.drain(|expired: Expired<_>| {
-                    drained += 1;
-                    if expired.detached {
-                        if let Some(task) = state.tasks.remove(&expired.key) {
-                            task.mark_cancelled();
-                            shard_tasks.push(task);
-                        }
-                    } else if let Some(waker) = expired.value {
-                        wakers.push(waker);
-                    }
-                });
+        if let Some(max) = common.max_pending {
+            if common.reserved.fetch_add(1, Ordering::AcqRel) >= max {
+                common.reserved.fetch_sub(1, Ordering::AcqRel);
+                return Err(Error::at_capacity(max));
             }
-            // Unpolled timeouts are not in the wheel: they release their
-            // count when polled or dropped.
-            self.release(shard, drained);
-            self.tasks_done(shard_tasks.len());
-            for task in &shard_tasks {
-                drop(task.take_task());
-            }
-            driver::wake_all(wakers);
-            tasks.extend(shard_tasks.into_iter().map(TaskHandle::new));
         }
-        self.notify.notify_one();
-        tasks
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Counts a fired timeout pending again after a reset. Resets never fail,
+    /// so this may go past `max_pending`.
+    pub(crate) fn reacquire(&self) {
+        if self.common.max_pending.is_some() {
+            self.common.reserved.fetch_add(1, Ordering::AcqRel);
+        }
+        self.pending.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Timeouts and tasks of this shard neither fired nor cancelled.
+    fn pending(&self) -> usize {
+        let state = self.lock();
+        // Read under the lock: every release counted in `released` is
+        // ordered after its timeout's creation, which `pending` holds.
+        self.pending
+            .load(Ordering::Relaxed)
+            .saturating_sub(state.released)
+    }
+
+    /// `n` timeouts or tasks of this shard fired or were cancelled, and the
+    /// caller holds the lock (`state`).
+    pub(crate) fn release_locked(&self, state: &mut ShardState, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.common.max_pending.is_some() {
+            self.common.reserved.fetch_sub(n, Ordering::AcqRel);
+        }
+        state.released += n;
+    }
+
+    /// `n` timeouts or tasks of this shard fired or were cancelled, without
+    /// the lock.
+    pub(crate) fn release(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.common.max_pending.is_some() {
+            self.common.reserved.fetch_sub(n, Ordering::AcqRel);
+        }
+        self.pending.fetch_sub(n, Ordering::Relaxed);
     }
 }
 
-impl Drop for Shared {
+impl Drop for Shard {
     fn drop(&mut self) {
-        // The driver waits holding only a `Weak`: tell it to look again.
-        self.notify.notify_one();
+        // The driver watches its shards through `Weak`s: tell it to look
+        // again, it may be the last.
+        self.common.notify.notify_one();
     }
+}
+
+/// Cancels everything pending on `shards` and marks the timer stopped.
+/// Returns the tasks that never ran; wakes every pending timeout, outside
+/// the locks.
+pub(crate) fn stop(common: &Common, shards: impl Iterator<Item = Arc<Shard>>) -> Vec<TaskHandle> {
+    if common.stopped.swap(true, Ordering::AcqRel) {
+        return Vec::new();
+    }
+    let mut tasks = Vec::new();
+    for shard in shards {
+        let mut wakers = Vec::new();
+        let mut shard_tasks = Vec::new();
+        let mut drained = 0;
+        {
+            let mut guard = shard.lock();
+            let state = &mut *guard;
+            state.wheel.drain(|expired: Expired<_>| {
+                drained += 1;
+                if expired.detached {
+                    if let Some(task) = state.tasks.remove(&expired.key) {
+                        task.mark_cancelled();
+                        shard_tasks.push(task);
+                    }
+                } else if let Some(waker) = expired.value {
+                    wakers.push(waker);
+                }
+            });
+            state.counts.cancelled += drained as u64;
+            // Unpolled timeouts are not in the wheel: they release their
+            // count when polled or dropped.
+            shard.release_locked(state, drained);
+        }
+        common.tasks_done(shard_tasks.len());
+        for task in &shard_tasks {
+            drop(task.take_task());
+        }
+        driver::wake_all(wakers);
+        tasks.extend(shard_tasks.into_iter().map(TaskHandle::new));
+    }
+    common.notify.notify_one();
+    tasks
 }

@@ -23,7 +23,13 @@
 //! * **Never**: entries at or past [`NEVER`] sit on a list of their own.
 //!
 //! Insert, cancel and reset are O(1). Finding the next occupied bucket or
-//! slot uses an occupancy [`BitSet`] per level.
+//! slot uses an occupancy [`BitSet`] per level. A bit may be stale (set for
+//! a list that has since emptied): unlinking never clears bits, which keeps
+//! cancel from touching the bit set; whoever finds a stale bit while
+//! searching clears it.
+//!
+//! A reset that keeps an entry in the same list (a ring slot: the same
+//! round) only rewrites its tick.
 //!
 //! # Invariants
 //!
@@ -123,7 +129,7 @@ fn nonzero(tick: u64) -> NonZeroU64 {
 }
 
 /// Where a linked entry's list head lives.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum List {
     Bucket(usize),
     Ring(usize),
@@ -265,7 +271,16 @@ impl<T: Default> Wheel<T> {
         let state = self.state(key);
         match state {
             State::Cancelled => return (state, None),
-            State::Pending => self.unlink(key),
+            State::Pending => {
+                let old = self.entries[key as usize].tick();
+                let new = tick.min(NEVER);
+                if new > self.elapsed && self.list_for(old) == self.list_for(new) {
+                    // Same list: nothing to relink.
+                    self.entries[key as usize].set_tick(new);
+                    return (state, None);
+                }
+                self.unlink(key);
+            }
             State::Fired => {}
         }
         let entry = &mut self.entries[key as usize];
@@ -299,8 +314,12 @@ impl<T: Default> Wheel<T> {
                     self.elapsed = now;
                     return None;
                 }
-                self.elapsed = tick - 1;
                 let key = self.buckets.heads[bucket];
+                if key == NIL {
+                    self.buckets.occupied.clear(bucket);
+                    continue;
+                }
+                self.elapsed = tick - 1;
                 return Some(self.expire(key));
             }
             self.enter_next_round(now);
@@ -396,22 +415,34 @@ impl<T: Default> Wheel<T> {
     /// whose ring slot is occupied (or that round's start, where the slot is
     /// too long to scan or holds only later turns). `None` when nothing can
     /// ever fire.
-    pub(crate) fn next_expiration(&self) -> Option<u64> {
+    ///
+    /// Clears the stale bits it meets on the way, so that the driver is not
+    /// woken for a list that emptied.
+    pub(crate) fn next_expiration(&mut self) -> Option<u64> {
         /// Ring entries looked at, at most, to find the exact tick.
         const SCAN: usize = 64;
         let next = self.elapsed + 1;
         let round = next >> self.shift;
-        if let Some(bucket) = self
+        while let Some(bucket) = self
             .buckets
             .occupied
             .next_set((next & self.bucket_mask) as usize)
         {
-            return Some((round << self.shift) | bucket as u64);
+            if self.buckets.heads[bucket] != NIL {
+                return Some((round << self.shift) | bucket as u64);
+            }
+            self.buckets.occupied.clear(bucket);
         }
-        let slot = self
-            .ring
-            .occupied
-            .next_set_cyclic(((round + 1) & self.ring_mask) as usize)?;
+        let slot = loop {
+            let slot = self
+                .ring
+                .occupied
+                .next_set_cyclic(((round + 1) & self.ring_mask) as usize)?;
+            if self.ring.heads[slot] != NIL {
+                break slot;
+            }
+            self.ring.occupied.clear(slot);
+        };
         let next_round = round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask);
         let round_start = next_round << self.shift;
         let mut earliest = u64::MAX;
@@ -469,13 +500,16 @@ impl<T: Default> Wheel<T> {
         (before - self.entries.capacity()) * std::mem::size_of::<Entry<T>>()
     }
 
-    fn any_linked(&self) -> Option<Key> {
+    fn any_linked(&mut self) -> Option<Key> {
         if self.never != NIL {
             return Some(self.never);
         }
-        for level in [&self.buckets, &self.ring] {
-            if let Some(i) = level.occupied.next_set(0) {
-                return Some(level.heads[i]);
+        for level in [&mut self.buckets, &mut self.ring] {
+            while let Some(i) = level.occupied.next_set(0) {
+                if level.heads[i] != NIL {
+                    return Some(level.heads[i]);
+                }
+                level.occupied.clear(i);
             }
         }
         None
@@ -526,6 +560,7 @@ impl<T: Default> Wheel<T> {
     }
 
     /// Unlinks a pending entry; leaves its `prev` for the caller to set.
+    /// An emptied list keeps its occupancy bit (see the module docs).
     fn unlink(&mut self, key: Key) {
         self.linked -= 1;
         let entry = &self.entries[key as usize];
@@ -537,22 +572,13 @@ impl<T: Default> Wheel<T> {
             self.entries[prev as usize].next = next;
             return;
         }
-        let (head, occupied, index) = match self.list_for(tick) {
-            List::Bucket(i) => (
-                &mut self.buckets.heads[i],
-                Some(&mut self.buckets.occupied),
-                i,
-            ),
-            List::Ring(i) => (&mut self.ring.heads[i], Some(&mut self.ring.occupied), i),
-            List::Never => (&mut self.never, None, 0),
+        let head = match self.list_for(tick) {
+            List::Bucket(i) => &mut self.buckets.heads[i],
+            List::Ring(i) => &mut self.ring.heads[i],
+            List::Never => &mut self.never,
         };
         debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
         *head = next;
-        if next == NIL {
-            if let Some(occupied) = occupied {
-                occupied.clear(index);
-            }
-        }
     }
 }
 
@@ -693,5 +719,72 @@ mod tests {
         assert_eq!(w.next_expiration(), Some(16));
         assert!(drain_due(&mut w, 4 * 4 * 10).is_empty());
         assert_eq!(drain_due(&mut w, 4 * 4 * 10 + 1), vec![1]);
+    }
+
+    /// Random inserts, removes, resets and clock jumps against a plain map
+    /// of deadlines: every entry fires at the first `now` at or past its
+    /// tick, never before, and `next_expiration` never lies past the
+    /// earliest pending tick. Covers stale occupancy bits (lists emptied by
+    /// remove) and same-list resets.
+    #[test]
+    fn matches_a_model_under_random_operations() {
+        use std::collections::HashMap;
+
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for (buckets, ring) in [(4, 2), (8, 4), (16, 64)] {
+            let mut w = Wheel::<u64>::new(buckets, ring);
+            // key -> (id, tick) of pending entries.
+            let mut model: HashMap<Key, (u64, u64)> = HashMap::new();
+            let mut now = 0u64;
+            let span = (buckets * ring * 3) as u64;
+            for id in 0..20_000u64 {
+                match rand(10) {
+                    0..=3 => {
+                        let tick = now + 1 + rand(span);
+                        let key = w.insert(tick, false, id);
+                        model.insert(key, (id, tick));
+                    }
+                    4 | 5 if !model.is_empty() => {
+                        let key = *model.keys().nth(rand(model.len() as u64) as usize).unwrap();
+                        let (id, _) = model.remove(&key).unwrap();
+                        assert_eq!(w.remove(key), (State::Pending, id));
+                    }
+                    6 | 7 if !model.is_empty() => {
+                        let key = *model.keys().nth(rand(model.len() as u64) as usize).unwrap();
+                        let tick = now + 1 + rand(span);
+                        assert_eq!(w.reset(key, tick), (State::Pending, None));
+                        model.get_mut(&key).unwrap().1 = tick;
+                    }
+                    _ => {
+                        if let (Some(next), Some(min)) =
+                            (w.next_expiration(), model.values().map(|v| v.1).min())
+                        {
+                            assert!(next > now && next <= min, "next {next} earliest {min}");
+                        }
+                        now += 1 + rand(buckets as u64 * 2);
+                        while let Some(e) = w.pop_expired(now) {
+                            let (id, tick) = model.remove(&e.key).expect("fired twice");
+                            assert_eq!(e.value, id);
+                            assert!(tick <= now, "fired early: tick {tick} now {now}");
+                            assert!(tick > now - 1 - (buckets as u64 * 2), "fired late");
+                            assert_eq!(w.remove(e.key).0, State::Fired);
+                        }
+                        assert!(model.values().all(|v| v.1 > now), "missed a due entry");
+                    }
+                }
+                assert_eq!(w.len(), model.len());
+            }
+            // Empty it: no stale bit may plan a wake-up.
+            for key in model.keys() {
+                w.remove(*key);
+            }
+            assert_eq!(w.next_expiration(), None);
+        }
     }
 }

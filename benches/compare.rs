@@ -1,0 +1,798 @@
+//! Side-by-side comparison of hashwheel with `tokio::time` and tokio-util's
+//! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8), in one process.
+//!
+//! ```text
+//! cargo bench --bench compare              # full counts (about a minute)
+//! cargo bench --bench compare -- --quick   # smaller counts
+//! ```
+//!
+//! Timed workloads run their contenders interleaved, `reps` times each, and
+//! keep each contender's best run, so that load drifting on a shared machine
+//! hits all of them alike. The table gives each figure and the ratio
+//! `rival / hashwheel`: above 1 means hashwheel is faster or smaller.
+//!
+//! The clock is never paused in this process, so `tokio::time::Instant::now()`
+//! takes its fast path (an atomic load, then the OS clock) even though the
+//! dev-dependency on tokio enables `test-util`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::task::Context;
+use std::time::Duration;
+
+use futures::task::noop_waker_ref;
+use futures::StreamExt;
+use hashwheel::{Timeout, Timer};
+use tokio::runtime::{Builder, Runtime};
+use tokio::time::{Instant, Sleep};
+use tokio_util::time::{delay_queue, DelayQueue};
+
+// ---------------------------------------------------------------------------
+// Counting allocator: live heap bytes, counted only while `COUNTING` is set so
+// that the timed workloads pay one relaxed load per allocation at most.
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged; the counters have no effect on the memory handed out.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded as is (see the impl).
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded as is (see the impl).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
+        }
+        // SAFETY: forwarded as is (see the impl).
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Process CPU time (all threads), from `CLOCK_PROCESS_CPUTIME_ID`.
+fn cpu_time() -> Duration {
+    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_time() -> Duration {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock(id: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime failed");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+// ---------------------------------------------------------------------------
+// Configuration and output.
+
+struct Config {
+    quick: bool,
+    /// `--only=W1,W5`: run just these (for profiling).
+    only: Option<String>,
+    reps: usize,
+    w1_pairs: usize,
+    w2_hold: usize,
+    w3_timers: usize,
+    w4_tasks: usize,
+    w6_secs: u64,
+    w8_timers: usize,
+    w8_secs: u64,
+}
+
+impl Config {
+    fn runs(&self, id: &str) -> bool {
+        self.only
+            .as_deref()
+            .map_or(true, |only| only.split(',').any(|w| w == id))
+    }
+
+    fn from_args() -> Config {
+        let quick = std::env::args().any(|a| a == "--quick");
+        let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_string));
+        if quick {
+            Config {
+                quick,
+                only,
+                reps: 3,
+                w1_pairs: 200_000,
+                w2_hold: 200_000,
+                w3_timers: 20_000,
+                w4_tasks: 20_000,
+                w6_secs: 1,
+                w8_timers: 200_000,
+                w8_secs: 1,
+            }
+        } else {
+            Config {
+                quick,
+                only,
+                reps: 5,
+                w1_pairs: 1_000_000,
+                w2_hold: 1_000_000,
+                w3_timers: 100_000,
+                w4_tasks: 100_000,
+                w6_secs: 3,
+                w8_timers: 1_000_000,
+                w8_secs: 5,
+            }
+        }
+    }
+}
+
+/// One line of the table: a figure for hashwheel and for each rival
+/// (`None` where the workload does not fit the rival).
+struct Row {
+    id: &'static str,
+    figure: String,
+    ours: f64,
+    tokio: Option<f64>,
+    delay_queue: Option<f64>,
+    /// Decimal places to print.
+    places: usize,
+}
+
+impl Row {
+    fn new(id: &'static str, figure: impl Into<String>, ours: f64) -> Row {
+        Row {
+            id,
+            figure: figure.into(),
+            ours,
+            tokio: None,
+            delay_queue: None,
+            places: 1,
+        }
+    }
+
+    fn tokio(mut self, v: f64) -> Row {
+        self.tokio = Some(v);
+        self
+    }
+
+    fn dq(mut self, v: f64) -> Row {
+        self.delay_queue = Some(v);
+        self
+    }
+
+    fn places(mut self, places: usize) -> Row {
+        self.places = places;
+        self
+    }
+
+    fn print(&self) {
+        let p = self.places;
+        let fig = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
+        let ratio = |v: Option<f64>| match v {
+            Some(v) if self.ours > 0.0 => format!("{:.2}×", v / self.ours),
+            Some(0.0) => "=".to_string(),
+            Some(_) => "∞".to_string(),
+            None => "–".to_string(),
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            self.id,
+            self.figure,
+            fig(Some(self.ours)),
+            fig(self.tokio),
+            ratio(self.tokio),
+            fig(self.delay_queue),
+            ratio(self.delay_queue),
+        );
+    }
+}
+
+fn current_thread() -> Runtime {
+    Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn two_workers() -> Runtime {
+    Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A small deterministic generator (xorshift64*), so runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `lo..hi` milliseconds.
+    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.next() % (hi - lo))
+    }
+}
+
+fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> bool {
+    let mut cx = Context::from_waker(noop_waker_ref());
+    fut.poll(&mut cx).is_ready()
+}
+
+fn per(elapsed: Duration, n: usize) -> f64 {
+    elapsed.as_nanos() as f64 / n as f64
+}
+
+fn best(runs: &[f64]) -> f64 {
+    runs.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+const D30: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------
+// W1: schedule + cancel on one thread.
+
+fn w1_hashwheel(timer: &Timer, n: usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        let mut t = timer.sleep(D30);
+        std::hint::black_box(poll_once(Pin::new(&mut t)));
+        drop(t);
+    }
+    per(start.elapsed(), n)
+}
+
+fn w1_tokio(n: usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        let s = pin!(tokio::time::sleep(D30));
+        std::hint::black_box(poll_once(s));
+    }
+    per(start.elapsed(), n)
+}
+
+fn w1_delay_queue(dq: &mut DelayQueue<()>, n: usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        let key = dq.insert((), D30);
+        std::hint::black_box(dq.remove(&key));
+    }
+    per(start.elapsed(), n)
+}
+
+fn w1(cfg: &Config) -> (f64, Row) {
+    let rt = current_thread();
+    let (ours, tokio, dq) = rt.block_on(async {
+        let timer = Timer::new();
+        let mut dq = DelayQueue::new();
+        // Warm up: grow the slabs.
+        w1_hashwheel(&timer, 1000);
+        w1_tokio(1000);
+        w1_delay_queue(&mut dq, 1000);
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..cfg.reps {
+            a.push(w1_hashwheel(&timer, cfg.w1_pairs));
+            b.push(w1_tokio(cfg.w1_pairs));
+            c.push(w1_delay_queue(&mut dq, cfg.w1_pairs));
+        }
+        (best(&a), best(&b), best(&c))
+    });
+    (
+        ours,
+        Row::new("W1", "schedule + cancel, ns/pair", ours)
+            .tokio(tokio)
+            .dq(dq),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// W2: hold N pending timeouts.
+
+/// Runs `insert` for each delay with heap counting on; returns ns per insert
+/// and heap bytes per timer. `hold` keeps the handles (allocated before).
+fn counted<H>(
+    delays: &[Duration],
+    hold: &mut Vec<H>,
+    mut insert: impl FnMut(Duration) -> H,
+) -> (f64, f64) {
+    let before = LIVE.load(Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    let start = Instant::now();
+    for &d in delays {
+        hold.push(insert(d));
+    }
+    let elapsed = start.elapsed();
+    COUNTING.store(false, Ordering::Relaxed);
+    let bytes = (LIVE.load(Ordering::Relaxed) - before) as f64 / delays.len() as f64;
+    (per(elapsed, delays.len()), bytes)
+}
+
+/// Heap bytes per timer after `shrink` gives spare capacity back, from
+/// `bytes` per timer before it.
+fn shrunk_bytes(bytes: f64, n: usize, shrink: impl FnOnce()) -> f64 {
+    let before = LIVE.load(Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    shrink();
+    COUNTING.store(false, Ordering::Relaxed);
+    bytes + (LIVE.load(Ordering::Relaxed) - before) as f64 / n as f64
+}
+
+fn w2(cfg: &Config) -> Vec<Row> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let delays: Vec<Duration> = (0..cfg.w2_hold)
+        .map(|_| rng.millis(1_000, 60_000))
+        .collect();
+    let n = delays.len();
+
+    let (ours_ns, ours_b, ours_shrunk) = current_thread().block_on(async {
+        let timer = Timer::new();
+        let mut hold: Vec<Timeout> = Vec::with_capacity(n);
+        let (ns, b) = counted(&delays, &mut hold, |d| {
+            let mut t = timer.sleep(d);
+            poll_once(Pin::new(&mut t));
+            t
+        });
+        assert_eq!(timer.pending(), n);
+        let shrunk = shrunk_bytes(b, n, || {
+            timer.shrink();
+        });
+        let handle = std::mem::size_of::<Timeout>() as f64;
+        (ns, b + handle, shrunk + handle)
+    });
+    let (tokio_ns, tokio_b) = current_thread().block_on(async {
+        let mut hold: Vec<Pin<Box<Sleep>>> = Vec::with_capacity(n);
+        let (ns, b) = counted(&delays, &mut hold, |d| {
+            let mut s = Box::pin(tokio::time::sleep(d));
+            poll_once(s.as_mut());
+            s
+        });
+        (ns, b + std::mem::size_of::<Pin<Box<Sleep>>>() as f64)
+    });
+    let (dq_ns, dq_b, dq_shrunk) = current_thread().block_on(async {
+        let mut dq = DelayQueue::new();
+        let mut hold: Vec<delay_queue::Key> = Vec::with_capacity(n);
+        let (ns, b) = counted(&delays, &mut hold, |d| dq.insert((), d));
+        poll_once(pin!(dq.next()));
+        let shrunk = shrunk_bytes(b, n, || dq.shrink_to_fit());
+        let handle = std::mem::size_of::<delay_queue::Key>() as f64;
+        (ns, b + handle, shrunk + handle)
+    });
+    vec![
+        Row::new("W2", "hold: ns/insert", ours_ns)
+            .tokio(tokio_ns)
+            .dq(dq_ns),
+        Row::new("W2", "hold: bytes/timer (heap + handle)", ours_b)
+            .tokio(tokio_b)
+            .dq(dq_b),
+        Row::new(
+            "W2",
+            "hold: bytes/timer after Timer::shrink / DelayQueue::shrink_to_fit",
+            ours_shrunk,
+        )
+        .tokio(tokio_b)
+        .dq(dq_shrunk),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// W3: reset registered timeouts, 10 times each.
+
+const RESETS: usize = 10;
+
+fn reset_offset(i: usize) -> Duration {
+    D30 + Duration::from_millis((i % 1000) as u64)
+}
+
+fn w3(cfg: &Config) -> Row {
+    let n = cfg.w3_timers;
+    let (ours, tokio, dq) = current_thread().block_on(async {
+        let timer = Timer::new();
+        let mut ours: Vec<Timeout> = (0..n).map(|_| timer.sleep(D30)).collect();
+        for t in &mut ours {
+            poll_once(Pin::new(t));
+        }
+        let mut sleeps: Vec<Pin<Box<Sleep>>> =
+            (0..n).map(|_| Box::pin(tokio::time::sleep(D30))).collect();
+        for s in &mut sleeps {
+            poll_once(s.as_mut());
+        }
+        let mut dq = DelayQueue::new();
+        let keys: Vec<delay_queue::Key> = (0..n).map(|_| dq.insert((), D30)).collect();
+
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..cfg.reps {
+            let start = Instant::now();
+            for _ in 0..RESETS {
+                let now = Instant::now();
+                for (i, t) in ours.iter_mut().enumerate() {
+                    t.reset_at(now + reset_offset(i));
+                }
+            }
+            a.push(per(start.elapsed(), n * RESETS));
+
+            let start = Instant::now();
+            for _ in 0..RESETS {
+                let now = Instant::now();
+                for (i, s) in sleeps.iter_mut().enumerate() {
+                    s.as_mut().reset(now + reset_offset(i));
+                }
+            }
+            b.push(per(start.elapsed(), n * RESETS));
+
+            let start = Instant::now();
+            for _ in 0..RESETS {
+                let now = Instant::now();
+                for (i, k) in keys.iter().enumerate() {
+                    dq.reset_at(k, now + reset_offset(i));
+                }
+            }
+            c.push(per(start.elapsed(), n * RESETS));
+        }
+        assert_eq!(timer.pending(), n);
+        (best(&a), best(&b), best(&c))
+    });
+    Row::new("W3", "reset, ns/reset", ours).tokio(tokio).dq(dq)
+}
+
+// ---------------------------------------------------------------------------
+// W4: fire N spawned tasks spread over one second, 2 workers.
+
+/// Lateness in µs, signed (negative = early), sorted.
+fn w4_run(
+    rt: &Runtime,
+    tasks: usize,
+    sleep_until: impl Fn(Instant) -> Pin<Box<dyn Future<Output = ()> + Send>>,
+) -> Vec<i64> {
+    rt.block_on(async {
+        let base = Instant::now() + Duration::from_millis(300);
+        let handles: Vec<_> = (0..tasks)
+            .map(|i| {
+                let deadline = base + Duration::from_secs(1) * i as u32 / tasks as u32;
+                let fut = sleep_until(deadline);
+                tokio::spawn(async move {
+                    fut.await;
+                    let now = Instant::now();
+                    match now.checked_duration_since(deadline) {
+                        Some(late) => late.as_micros() as i64,
+                        None => -(deadline.duration_since(now).as_micros() as i64) - 1,
+                    }
+                })
+            })
+            .collect();
+        let mut late = Vec::with_capacity(tasks);
+        for h in handles {
+            late.push(h.await.unwrap());
+        }
+        late.sort_unstable();
+        late
+    })
+}
+
+fn percentile(sorted: &[i64], p: f64) -> f64 {
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+fn w4(cfg: &Config) -> Vec<Row> {
+    let ours = {
+        let rt = two_workers();
+        let timer = rt.block_on(async { Timer::new() });
+        w4_run(&rt, cfg.w4_tasks, |d| Box::pin(timer.sleep_until(d)))
+    };
+    let tokio = w4_run(&two_workers(), cfg.w4_tasks, |d| {
+        Box::pin(tokio::time::sleep_until(d))
+    });
+    let early = |late: &[i64]| late.iter().filter(|&&l| l < 0).count();
+    assert_eq!(early(&ours), 0, "hashwheel fired early");
+    let row = |figure: &str, p: f64| {
+        Row::new("W4", figure, percentile(&ours, p))
+            .tokio(percentile(&tokio, p))
+            .places(3)
+    };
+    vec![
+        row("fire: lateness p50, ms", 0.5),
+        row("fire: lateness p99, ms", 0.99),
+        row("fire: lateness max, ms", 1.0),
+        row("fire: lateness min (≥ 0: never early), ms", 0.0),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// W5: W1 on two threads at once.
+
+/// Runs `work` on both workers at once; returns wall ns per pair over all
+/// pairs, and thread CPU ns per pair (which shows contention apart from a
+/// lack of free cores on a shared machine).
+fn on_two_workers(
+    rt: &Runtime,
+    n: usize,
+    work: impl Fn(usize) + Send + Sync + 'static,
+) -> (f64, f64) {
+    let work = Arc::new(work);
+    let barrier = Arc::new(Barrier::new(2));
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let (work, barrier) = (work.clone(), barrier.clone());
+            rt.spawn(async move {
+                barrier.wait();
+                let start = Instant::now();
+                let cpu = thread_cpu_time();
+                work(n);
+                (start, Instant::now(), thread_cpu_time() - cpu)
+            })
+        })
+        .collect();
+    let spans: Vec<(Instant, Instant, Duration)> = rt.block_on(async {
+        let mut spans = Vec::new();
+        for h in handles {
+            spans.push(h.await.unwrap());
+        }
+        spans
+    });
+    let start = spans.iter().map(|s| s.0).min().unwrap();
+    let end = spans.iter().map(|s| s.1).max().unwrap();
+    let cpu: Duration = spans.iter().map(|s| s.2).sum();
+    (per(end - start, 2 * n), per(cpu, 2 * n))
+}
+
+fn w5(cfg: &Config) -> (f64, f64, Vec<Row>) {
+    let rt = two_workers();
+    let timer = rt.block_on(async { Timer::new() });
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..cfg.reps {
+        let t = timer.clone();
+        a.push(on_two_workers(&rt, cfg.w1_pairs, move |n| {
+            w1_hashwheel(&t, n);
+        }));
+        b.push(on_two_workers(&rt, cfg.w1_pairs, |n| {
+            w1_tokio(n);
+        }));
+    }
+    let wall = |v: &[(f64, f64)]| best(&v.iter().map(|r| r.0).collect::<Vec<_>>());
+    let cpu = |v: &[(f64, f64)]| best(&v.iter().map(|r| r.1).collect::<Vec<_>>());
+    let ours = wall(&a);
+    (
+        ours,
+        cpu(&a),
+        vec![
+            Row::new("W5", "2 threads: wall ns/pair", ours).tokio(wall(&b)),
+            Row::new("W5", "2 threads: thread CPU ns/pair", cpu(&a)).tokio(cpu(&b)),
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------
+// W6 / W8: idle CPU.
+
+/// CPU ms per second while the runtime idles for `secs`.
+async fn idle_cpu(secs: u64) -> f64 {
+    // Let the driver settle on its plan first.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let cpu = cpu_time();
+    let wall = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    (cpu_time() - cpu).as_secs_f64() * 1000.0 / wall.elapsed().as_secs_f64()
+}
+
+fn w6(cfg: &Config) -> Vec<Row> {
+    let secs = cfg.w6_secs;
+    let (empty_wakeups, cpu, wakeups) = two_workers().block_on(async {
+        let timer = Timer::new();
+        let w0 = timer.driver_wakeups();
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        let empty = (timer.driver_wakeups() - w0) as f64 / secs as f64;
+        let mut t = timer.sleep(Duration::from_secs(3600));
+        poll_once(Pin::new(&mut t));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let w0 = timer.driver_wakeups();
+        let cpu = idle_cpu(secs).await;
+        let wakeups = (timer.driver_wakeups() - w0) as f64 / secs as f64;
+        (empty, cpu, wakeups)
+    });
+    let tokio_cpu = two_workers().block_on(async {
+        let mut s = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+        poll_once(s.as_mut());
+        idle_cpu(secs).await
+    });
+    let dq_cpu = two_workers().block_on(async {
+        let mut dq = DelayQueue::new();
+        dq.insert((), Duration::from_secs(3600));
+        let task = tokio::spawn(async move { dq.next().await });
+        let cpu = idle_cpu(secs).await;
+        task.abort();
+        cpu
+    });
+    vec![
+        Row::new("W6", "idle, one timeout in 1 h: CPU ms/s", cpu)
+            .tokio(tokio_cpu)
+            .dq(dq_cpu)
+            .places(3),
+        Row::new("W6", "idle, one timeout in 1 h: wake-ups/s", wakeups).places(2),
+        Row::new("W6", "idle, empty: wake-ups/s", empty_wakeups).places(2),
+    ]
+}
+
+fn w8(cfg: &Config) -> Vec<Row> {
+    let (n, secs) = (cfg.w8_timers, cfg.w8_secs);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let delays: Vec<Duration> = (0..n).map(|_| rng.millis(60_000, 120_000)).collect();
+    let (ours, wakeups) = two_workers().block_on(async {
+        let timer = Timer::new();
+        let mut hold: Vec<Timeout> = Vec::with_capacity(n);
+        for &d in &delays {
+            let mut t = timer.sleep(d);
+            poll_once(Pin::new(&mut t));
+            hold.push(t);
+        }
+        let w0 = timer.driver_wakeups();
+        let cpu = idle_cpu(secs).await;
+        (cpu, timer.driver_wakeups() - w0)
+    });
+    let tokio = two_workers().block_on(async {
+        let mut hold: Vec<Pin<Box<Sleep>>> = Vec::with_capacity(n);
+        for &d in &delays {
+            let mut s = Box::pin(tokio::time::sleep(d));
+            poll_once(s.as_mut());
+            hold.push(s);
+        }
+        idle_cpu(secs).await
+    });
+    let dq = two_workers().block_on(async {
+        let mut dq = DelayQueue::new();
+        for &d in &delays {
+            dq.insert((), d);
+        }
+        let task = tokio::spawn(async move { dq.next().await });
+        let cpu = idle_cpu(secs).await;
+        task.abort();
+        cpu
+    });
+    vec![
+        Row::new("W8", "far timers idle: CPU ms/s", ours)
+            .tokio(tokio)
+            .dq(dq)
+            .places(3),
+        Row::new(
+            "W8",
+            "far timers idle: driver wake-ups/s",
+            wakeups as f64 / secs as f64,
+        )
+        .places(2),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Floors: what one clock read and one uncontended lock cost in this run.
+
+fn floors(n: usize) -> Vec<(&'static str, f64)> {
+    let time = |f: &dyn Fn()| {
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            runs.push(per(start.elapsed(), n));
+        }
+        best(&runs)
+    };
+    let lock = std::sync::Mutex::new(0u64);
+    vec![
+        (
+            "`tokio::time::Instant::now()` (test-util on, clock never paused)",
+            time(&|| {
+                std::hint::black_box(Instant::now());
+            }),
+        ),
+        (
+            "`std::time::Instant::now()`",
+            time(&|| {
+                std::hint::black_box(std::time::Instant::now());
+            }),
+        ),
+        (
+            "uncontended `std::sync::Mutex` lock + unlock",
+            time(&|| {
+                *std::hint::black_box(&lock).lock().unwrap() += 1;
+            }),
+        ),
+    ]
+}
+
+fn main() {
+    let cfg = Config::from_args();
+    let t0 = std::time::Instant::now();
+    eprintln!(
+        "hashwheel compare ({}): W1..W6, W8; best of {} interleaved runs",
+        if cfg.quick { "quick" } else { "full" },
+        cfg.reps
+    );
+    let mut rows = Vec::new();
+    let mut w1_ns = None;
+    if cfg.runs("W1") {
+        let (ns, row) = w1(&cfg);
+        w1_ns = Some(ns);
+        rows.push(row);
+        eprintln!("W1 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W2") {
+        rows.extend(w2(&cfg));
+        eprintln!("W2 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W3") {
+        rows.push(w3(&cfg));
+        eprintln!("W3 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W4") {
+        rows.extend(w4(&cfg));
+        eprintln!("W4 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W5") {
+        let (w5_ns, w5_cpu, w5_rows) = w5(&cfg);
+        rows.extend(w5_rows);
+        if let Some(w1_ns) = w1_ns {
+            rows.push(
+                Row::new("W5", "2-thread pairs/s ÷ 1-thread pairs/s", w1_ns / w5_ns).places(2),
+            );
+            rows.push(
+                Row::new(
+                    "W5",
+                    "1-thread ns/pair ÷ 2-thread CPU ns/pair (1 = no contention)",
+                    w1_ns / w5_cpu,
+                )
+                .places(2),
+            );
+        }
+        eprintln!("W5 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W6") {
+        rows.extend(w6(&cfg));
+        eprintln!("W6 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W8") {
+        rows.extend(w8(&cfg));
+        eprintln!("W8 done ({:.1?})", t0.elapsed());
+    }
+
+    println!();
+    println!("| id | figure | hashwheel | tokio::time | ratio | DelayQueue | ratio |");
+    println!("|----|--------|-----------|-------------|-------|------------|-------|");
+    for row in &rows {
+        row.print();
+    }
+    println!();
+    println!("| floor (this run) | ns |");
+    println!("|------------------|----|");
+    for (what, ns) in floors(if cfg.quick { 200_000 } else { 1_000_000 }) {
+        println!("| {what} | {ns:.1} |");
+    }
+    println!();
+    println!("ratio = rival / hashwheel (above 1: hashwheel faster or smaller); lower figures are better except the W5 scaling line.");
+}

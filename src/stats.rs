@@ -1,0 +1,50 @@
+//! [`Stats`]: counters a [`Timer`](crate::Timer) keeps about itself.
+
+/// A snapshot of a timer's counters, from [`Timer::stats`](crate::Timer::stats).
+///
+/// Every count is over the timer's life and covers timeouts and scheduled
+/// tasks alike. The counters are cheap enough to leave on: each shard keeps
+/// its own, under the lock its operations take anyway.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
+/// let mut t = timer.sleep(Duration::from_secs(1));
+/// t.reset(Duration::from_millis(10));
+/// t.await;
+/// let stats = timer.stats();
+/// assert_eq!((stats.pending, stats.fired, stats.reset), (0, 1, 1));
+/// println!("{stats:?}");
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Timeouts and tasks neither fired nor cancelled: as
+    /// [`Timer::pending`](crate::Timer::pending).
+    pub pending: usize,
+    /// Timeouts and tasks that reached their deadline (including those
+    /// created or reset to a deadline already past).
+    pub fired: u64,
+    /// Timeouts and tasks cancelled while pending: dropped, cancelled by
+    /// hand, or drained by [`Timer::stop`](crate::Timer::stop).
+    pub cancelled: u64,
+    /// Calls to [`Timeout::reset`](crate::Timeout::reset) and
+    /// [`Timeout::reset_at`](crate::Timeout::reset_at) on a timeout that was
+    /// not cancelled.
+    pub reset: u64,
+    /// Times the driver woke up to turn the wheels: as
+    /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
+    pub driver_wakeups: u64,
+    /// Ticks the driver was behind the clock when it woke, past the tick it
+    /// had planned to wake at, summed over its wake-ups. A tick now and then
+    /// is tokio's own rounding (its timer wakes the driver on a 1 ms grid of
+    /// its own); a steady climb means a starved runtime, whose timeouts fire
+    /// late by as much.
+    pub late_ticks: u64,
+}

@@ -1,0 +1,115 @@
+//! `Timer::stats` counts what happened, exactly, under paused time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{advance, settle, MS};
+use hashwheel::{Stats, Timer};
+use tokio_test::{assert_pending, assert_ready, task};
+
+#[tokio::test(start_paused = true)]
+async fn a_new_timer_counts_nothing() {
+    let timer = Timer::new();
+    assert_eq!(timer.stats(), Stats::default());
+}
+
+#[tokio::test(start_paused = true)]
+async fn counts_fired_cancelled_reset_and_wakeups() {
+    let timer = Timer::new();
+
+    // Three timeouts due at 10 ms, registered by a poll.
+    let mut due: Vec<_> = (0..3)
+        .map(|_| task::spawn(timer.sleep(Duration::from_millis(10))))
+        .collect();
+    for t in &mut due {
+        assert_pending!(t.poll());
+    }
+    // One far timeout, registered, and one never polled.
+    let mut far = task::spawn(timer.sleep(Duration::from_secs(60)));
+    assert_pending!(far.poll());
+    let unpolled = timer.sleep(Duration::from_secs(60));
+    let s = timer.stats();
+    assert_eq!((s.pending, s.fired, s.cancelled, s.reset), (5, 0, 0, 0));
+
+    // Reset: twice registered, once unregistered.
+    far.reset(Duration::from_secs(120));
+    far.reset(Duration::from_secs(90));
+    let mut unpolled = unpolled;
+    unpolled.reset(Duration::from_secs(30));
+    assert_eq!(timer.stats().reset, 3);
+
+    // Cancel: one registered, one unregistered.
+    drop(far);
+    drop(unpolled);
+    let s = timer.stats();
+    assert_eq!((s.pending, s.cancelled), (3, 2));
+
+    advance(Duration::from_millis(10)).await;
+    for t in &mut due {
+        assert!(t.is_woken());
+        assert_ready!(t.poll());
+    }
+    let s = timer.stats();
+    assert_eq!((s.pending, s.fired, s.cancelled, s.reset), (0, 3, 2, 3));
+    // The driver woke once for the 10 ms tick, and on time.
+    assert!(s.driver_wakeups >= 1, "{s:?}");
+    assert_eq!(s.late_ticks, 0, "{s:?}");
+
+    // Nothing pending: the driver stays asleep.
+    let before = timer.stats().driver_wakeups;
+    advance(Duration::from_secs(3600)).await;
+    assert_eq!(timer.stats().driver_wakeups, before);
+}
+
+#[tokio::test(start_paused = true)]
+async fn resetting_into_the_past_counts_as_fired() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.sleep(Duration::from_secs(10)));
+    assert_pending!(t.poll());
+    advance(5 * MS).await;
+    t.reset(Duration::ZERO);
+    // A deadline at "now" rounds up to the next tick.
+    advance(MS).await;
+    assert_ready!(t.poll());
+    let s = timer.stats();
+    assert_eq!((s.pending, s.fired, s.reset, s.cancelled), (0, 1, 1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_and_stop_are_counted() {
+    let timer = Timer::new();
+    let ran = timer.schedule(Duration::from_millis(2), || {});
+    let cancelled = timer.schedule(Duration::from_secs(1), || {});
+    let _drained = timer.schedule(Duration::from_secs(1), || {});
+    let mut waiting = task::spawn(timer.sleep(Duration::from_secs(1)));
+    assert_pending!(waiting.poll());
+    assert!(cancelled.cancel());
+    advance(2 * MS).await;
+    assert!(ran.is_expired());
+    let s = timer.stats();
+    assert_eq!((s.pending, s.fired, s.cancelled), (2, 1, 1));
+
+    // Stopping drains the pending task and timeout.
+    assert_eq!(timer.stop().len(), 1);
+    settle().await;
+    assert_ready!(waiting.poll());
+    let s = timer.stats();
+    assert_eq!((s.pending, s.fired, s.cancelled), (0, 1, 3));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_driver_woken_late_reports_late_ticks() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.sleep(Duration::from_millis(10)));
+    assert_pending!(t.poll());
+    settle().await;
+    // The clock jumps past the deadline before the driver can run, as on a
+    // starved runtime: it wakes at tick 50 for work planned at tick 10.
+    tokio::time::advance(Duration::from_millis(50)).await;
+    settle().await;
+    assert_ready!(t.poll());
+    let s = timer.stats();
+    // One wake-up (the insert's notification only moved the alarm), late.
+    assert_eq!((s.fired, s.driver_wakeups, s.late_ticks), (1, 1, 40));
+}
