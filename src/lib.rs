@@ -92,6 +92,19 @@
 //! If the runtime that runs the driver shuts down, the timer stops the same
 //! way, so no timeout hangs. The driver also ends by itself when every
 //! [`Timer`], [`Timeout`] and pending task is gone.
+//!
+//! # More
+//!
+//! * [`Interval`]: heartbeats with tokio's [`MissedTickBehavior`]s, one wheel
+//!   entry reset in O(1) per tick.
+//! * [`Timer::stats`]: pending, fired, cancelled, reset, driver wake-ups and
+//!   late ticks, cheap enough to leave on.
+//! * Feature `hyper`: `impl hyper::rt::Timer for Timer`, so hyper 1.x servers
+//!   run their header-read timeout and other sleeps on the wheel.
+//! * Feature `tower`: `tower::TimeoutLayer`, a tower 0.5 middleware that fails
+//!   late requests with [`Elapsed`] inside a `tower::BoxError`.
+//!
+#![doc = include_str!("../docs/GUARANTEES.md")]
 #![forbid(unsafe_code)]
 #![warn(
     missing_docs,
