@@ -302,24 +302,13 @@ impl<T: Default> Wheel<T> {
             if self.elapsed >= now {
                 return None;
             }
-            let next = self.elapsed + 1;
-            let round = next >> self.shift;
-            if let Some(bucket) = self
-                .buckets
-                .occupied
-                .next_set((next & self.bucket_mask) as usize)
-            {
-                let tick = (round << self.shift) | bucket as u64;
+            if let Some((bucket, tick)) = self.next_bucket() {
                 if tick > now {
                     self.elapsed = now;
                     return None;
                 }
-                let key = self.buckets.heads[bucket];
-                if key == NIL {
-                    self.buckets.occupied.clear(bucket);
-                    continue;
-                }
                 self.elapsed = tick - 1;
+                let key = self.buckets.heads[bucket];
                 return Some(self.expire(key));
             }
             self.enter_next_round(now);
@@ -338,10 +327,7 @@ impl<T: Default> Wheel<T> {
             // once costs less than visiting an occupied slot on every turn.
             self.earliest_ring_round()
         } else {
-            self.ring
-                .occupied
-                .next_set_cyclic(((round + 1) & self.ring_mask) as usize)
-                .map(|slot| round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask))
+            self.next_ring_slot().map(|(_, round)| round)
         };
         match ring_round {
             Some(next) if next <= now_round => {
@@ -349,6 +335,38 @@ impl<T: Default> Wheel<T> {
                 self.cascade(next);
             }
             _ => self.elapsed = now,
+        }
+    }
+
+    /// The next non-empty bucket of the current round and its tick. Clears
+    /// the stale bits of lists that emptied (cancels leave them).
+    fn next_bucket(&mut self) -> Option<(usize, u64)> {
+        let next = self.elapsed + 1;
+        let round = next >> self.shift;
+        let from = (next & self.bucket_mask) as usize;
+        while let Some(bucket) = self.buckets.occupied.next_set(from) {
+            if self.buckets.heads[bucket] != NIL {
+                return Some((bucket, (round << self.shift) | bucket as u64));
+            }
+            self.buckets.occupied.clear(bucket);
+        }
+        None
+    }
+
+    /// The next non-empty ring slot after the current round, and the round
+    /// it comes up in. Clears stale bits like [`next_bucket`](Self::next_bucket).
+    fn next_ring_slot(&mut self) -> Option<(usize, u64)> {
+        let after = ((self.elapsed + 1) >> self.shift) + 1;
+        loop {
+            let slot = self
+                .ring
+                .occupied
+                .next_set_cyclic((after & self.ring_mask) as usize)?;
+            if self.ring.heads[slot] != NIL {
+                let round = after + ((slot as u64).wrapping_sub(after) & self.ring_mask);
+                return Some((slot, round));
+            }
+            self.ring.occupied.clear(slot);
         }
     }
 
@@ -421,29 +439,10 @@ impl<T: Default> Wheel<T> {
     pub(crate) fn next_expiration(&mut self) -> Option<u64> {
         /// Ring entries looked at, at most, to find the exact tick.
         const SCAN: usize = 64;
-        let next = self.elapsed + 1;
-        let round = next >> self.shift;
-        while let Some(bucket) = self
-            .buckets
-            .occupied
-            .next_set((next & self.bucket_mask) as usize)
-        {
-            if self.buckets.heads[bucket] != NIL {
-                return Some((round << self.shift) | bucket as u64);
-            }
-            self.buckets.occupied.clear(bucket);
+        if let Some((_, tick)) = self.next_bucket() {
+            return Some(tick);
         }
-        let slot = loop {
-            let slot = self
-                .ring
-                .occupied
-                .next_set_cyclic(((round + 1) & self.ring_mask) as usize)?;
-            if self.ring.heads[slot] != NIL {
-                break slot;
-            }
-            self.ring.occupied.clear(slot);
-        };
-        let next_round = round + 1 + ((slot as u64).wrapping_sub(round + 1) & self.ring_mask);
+        let (slot, next_round) = self.next_ring_slot()?;
         let round_start = next_round << self.shift;
         let mut earliest = u64::MAX;
         let mut key = self.ring.heads[slot];
