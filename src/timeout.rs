@@ -367,27 +367,38 @@ impl Future for Timeout {
             }
             REGISTERED => {
                 let key = this.key();
-                let mut state = this.shard.lock();
-                let done = match state.wheel.state(key) {
-                    State::Pending => {
-                        let slot = state.wheel.value_mut(key);
-                        let old = match slot {
-                            Some(waker) if waker.will_wake(cx.waker()) => None,
-                            _ => slot.replace(cx.waker().clone()),
-                        };
-                        drop(state);
-                        drop(old);
-                        return Poll::Pending;
-                    }
-                    State::Fired => FIRED,
-                    State::Cancelled => CANCELLED,
-                };
-                let tick = state.wheel.tick(key);
-                let (_, waker) = state.wheel.remove(key);
-                drop(state);
-                drop(waker);
-                this.set(done, tick);
-                Poll::Ready(())
+                // A new waker is cloned with the lock released (its clone is
+                // foreign code that may call back into the timer), then
+                // stored if the timeout is still pending.
+                let mut fresh = None;
+                loop {
+                    let mut state = this.shard.lock();
+                    let done = match state.wheel.state(key) {
+                        State::Pending => {
+                            let slot = state.wheel.value_mut(key);
+                            if slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                                return Poll::Pending;
+                            }
+                            let Some(waker) = fresh.take() else {
+                                drop(state);
+                                fresh = Some(cx.waker().clone());
+                                continue;
+                            };
+                            let old = slot.replace(waker);
+                            drop(state);
+                            drop(old);
+                            return Poll::Pending;
+                        }
+                        State::Fired => FIRED,
+                        State::Cancelled => CANCELLED,
+                    };
+                    let tick = state.wheel.tick(key);
+                    let (_, waker) = state.wheel.remove(key);
+                    drop(state);
+                    drop((waker, fresh));
+                    this.set(done, tick);
+                    return Poll::Ready(());
+                }
             }
             _ => Poll::Ready(()),
         }
