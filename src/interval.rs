@@ -41,10 +41,12 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 ///
 /// # Timer stopped
 ///
-/// If the timer is [stopped](Timer::stop) (or its runtime shuts down),
-/// [`tick`](Interval::tick) never completes again and the stream ends:
-/// `poll_next` returns `Ready(None)`. Check [`Timer::is_stopped`] if a loop
-/// needs to know why.
+/// If the timer is [stopped](Timer::stop) (or its runtime shuts down), no
+/// tick can come any more: [`tick`](Interval::tick) and
+/// [`poll_tick`](Interval::poll_tick) panic rather than hang, as
+/// [`Timer::sleep`] does on a stopped timer, and the stream ends:
+/// `poll_next` returns `Ready(None)`. Use the stream, or check
+/// [`Timer::is_stopped`], where a loop must outlive the timer.
 ///
 /// # Examples
 ///
@@ -281,6 +283,10 @@ impl Interval {
     /// Cancel safe: dropping the future before it completes loses no tick;
     /// the next call picks up the same tick.
     ///
+    /// # Panics
+    ///
+    /// If the timer is stopped (see [Timer stopped](Interval#timer-stopped)).
+    ///
     /// # Examples
     ///
     /// ```
@@ -306,7 +312,10 @@ impl Interval {
     /// is due, else `Pending`, and `cx`'s waker is woken when it is due.
     ///
     /// Only the waker of the last call is woken, as with other futures.
-    /// Stays `Pending` for good once the timer is stopped.
+    ///
+    /// # Panics
+    ///
+    /// If the timer is stopped (see [Timer stopped](Interval#timer-stopped)).
     ///
     /// # Examples
     ///
@@ -323,7 +332,17 @@ impl Interval {
     /// assert_eq!(second - first, Duration::from_millis(5));
     /// # }
     /// ```
+    #[track_caller]
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        match self.poll_next_tick(cx) {
+            Poll::Ready(Some(instant)) => Poll::Ready(instant),
+            Poll::Ready(None) => panic!("hashwheel: timer is stopped, no interval tick can come"),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// The next tick, or `None` once the timer is stopped.
+    fn poll_next_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         let now = Instant::now();
         // The clock may pass the nominal instant before the driver turns
         // the wheel to the (rounded-up) tick: no need to wait for it then.
@@ -332,10 +351,10 @@ impl Interval {
                 return Poll::Pending;
             }
             if self.timeout.is_cancelled() {
-                return Poll::Pending;
+                return Poll::Ready(None);
             }
         } else if self.timeout.is_cancelled() {
-            return Poll::Pending;
+            return Poll::Ready(None);
         }
         let due = self.next;
         let now = Instant::now();
@@ -350,7 +369,7 @@ impl Interval {
             add(due, self.period)
         };
         self.timeout.reset_at(self.next);
-        Poll::Ready(due)
+        Poll::Ready(Some(due))
     }
 
     /// Restarts the schedule: the next tick is one period from now.
@@ -508,12 +527,7 @@ impl Stream for Interval {
     type Item = Instant;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
-        let this = self.get_mut();
-        match this.poll_tick(cx) {
-            Poll::Ready(instant) => Poll::Ready(Some(instant)),
-            Poll::Pending if this.timeout.is_cancelled() => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
+        self.get_mut().poll_next_tick(cx)
     }
 }
 

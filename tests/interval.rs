@@ -269,7 +269,23 @@ async fn stream_ends_when_the_timer_stops() {
     settle().await;
     assert!(t.is_woken());
     assert_ready_eq!(t.poll_next(), None);
-    assert_pending!(poll_tick(&mut t));
+    assert_ready_eq!(t.poll_next(), None, "the stream stays ended");
+}
+
+#[tokio::test(start_paused = true)]
+#[should_panic(expected = "hashwheel: timer is stopped, no interval tick can come")]
+async fn tick_panics_instead_of_hanging_once_the_timer_stops() {
+    let timer = Timer::new();
+    let mut interval = timer.interval(PERIOD);
+    interval.tick().await;
+    let ticking = tokio::spawn(async move {
+        interval.tick().await;
+    });
+    settle().await;
+    timer.stop();
+    if let Err(err) = ticking.await {
+        std::panic::resume_unwind(err.into_panic());
+    }
 }
 
 #[tokio::test(start_paused = true)]
