@@ -21,6 +21,7 @@ use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
+use std::time::Duration;
 
 use futures::future::select;
 
@@ -31,8 +32,9 @@ use crate::timer::{far_future, stop, Common, Shard};
 /// shard's lock is held, as tokio's `WakeList` does.
 const BATCH: usize = 32;
 
-/// Driver lag, in ticks, past which a catch-up is reported with `warn!`.
-const LAG_WARN_TICKS: u64 = 1000;
+/// Driver lag past which a catch-up is reported with `warn!` rather than
+/// `debug!`.
+const LAG_WARN: Duration = Duration::from_millis(100);
 
 /// What an expired entry leaves to do once the lock is released.
 enum Fired {
@@ -54,6 +56,9 @@ async fn drive(guard: StopOnDrop) {
     // Timeouts keep only their shard alive: the driver runs while any shard
     // lives (the timer holds them all, so while it lives too).
     let alive = |shards: &[Weak<Shard>]| shards.iter().any(|s| s.strong_count() > 0);
+    let lag_warn_ticks = u64::try_from(LAG_WARN.as_nanos()).unwrap_or(u64::MAX) / common.tick_ns;
+    tracing::debug!(shards = shards.len(), "hashwheel: driver started");
+    let ended = |why: &str| tracing::debug!(why, "hashwheel: driver ended");
     {
         let mut sleep = pin!(tokio::time::sleep_until(far_future(
             tokio::time::Instant::now()
@@ -62,8 +67,11 @@ async fn drive(guard: StopOnDrop) {
         let mut target = u64::MAX;
         loop {
             // Sleep until `target`, or until an earlier insert notifies.
-            if common.is_stopped() || !alive(shards) {
-                return;
+            if common.is_stopped() {
+                return ended("timer stopped");
+            }
+            if !alive(shards) {
+                return ended("every timer handle and timeout dropped");
             }
             let deadline = (target != u64::MAX).then(|| common.instant_of(target));
             let notified = pin!(common.notify.notified());
@@ -75,8 +83,11 @@ async fn drive(guard: StopOnDrop) {
                 None => notified.await,
             }
 
-            if common.is_stopped() || !alive(shards) {
-                return;
+            if common.is_stopped() {
+                return ended("timer stopped");
+            }
+            if !alive(shards) {
+                return ended("every timer handle and timeout dropped");
             }
             let now = common.now_tick();
             let planned = common.planned.load(Ordering::Acquire);
@@ -88,12 +99,12 @@ async fn drive(guard: StopOnDrop) {
             common.planned.store(u64::MAX, Ordering::SeqCst);
             common.wakeups.fetch_add(1, Ordering::Relaxed);
             if target != u64::MAX && now > target {
-                common.late_ticks.fetch_add(now - target, Ordering::Relaxed);
-                if now > target.saturating_add(LAG_WARN_TICKS) {
-                    tracing::warn!(
-                        late_ticks = now - target,
-                        "hashwheel: driver ran late, catching up"
-                    );
+                let late_ticks = now - target;
+                common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
+                if late_ticks > lag_warn_ticks {
+                    tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
+                } else if late_ticks > 1 {
+                    tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
                 }
             }
             let next = turn(common, shards, now, &mut batch);

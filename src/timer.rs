@@ -102,7 +102,7 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
-    tick_ns: u64,
+    pub(crate) tick_ns: u64,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
@@ -1162,6 +1162,7 @@ pub(crate) fn stop(common: &Common, shards: impl Iterator<Item = Arc<Shard>>) ->
         return Vec::new();
     }
     let mut tasks = Vec::new();
+    let mut timeouts = 0;
     for shard in shards {
         let mut wakers = Vec::new();
         let mut shard_tasks = Vec::new();
@@ -1189,9 +1190,15 @@ pub(crate) fn stop(common: &Common, shards: impl Iterator<Item = Arc<Shard>>) ->
         for task in &shard_tasks {
             drop(task.take_task());
         }
+        timeouts += drained - shard_tasks.len();
         driver::wake_all(wakers);
         tasks.extend(shard_tasks.into_iter().map(TaskHandle::new));
     }
     common.notify.notify_one();
+    tracing::debug!(
+        timeouts,
+        tasks = tasks.len(),
+        "hashwheel: timer stopped; cancelled what was pending"
+    );
     tasks
 }
