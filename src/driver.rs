@@ -56,7 +56,7 @@ async fn drive(guard: StopOnDrop) {
     // Timeouts keep only their shard alive: the driver runs while any shard
     // lives (the timer holds them all, so while it lives too).
     let alive = |shards: &[Weak<Shard>]| shards.iter().any(|s| s.strong_count() > 0);
-    let lag_warn_ticks = u64::try_from(LAG_WARN.as_nanos()).unwrap_or(u64::MAX) / common.tick_ns;
+    let lag_warn_ticks = common.ticks.floor(LAG_WARN).unwrap_or(u64::MAX);
     tracing::debug!(shards = shards.len(), "hashwheel: driver started");
     let ended = |why: &str| tracing::debug!(why, "hashwheel: driver ended");
     {

@@ -121,6 +121,7 @@ mod hyper;
 mod interval;
 mod stats;
 mod task;
+mod ticks;
 mod timeout;
 mod timer;
 #[cfg(feature = "tower")]

@@ -17,6 +17,7 @@ use crate::driver;
 use crate::error::Error;
 use crate::stats::Stats;
 use crate::task::{TaskHandle, TaskInner};
+use crate::ticks::Ticks;
 use crate::timeout::{Timeout, WithTimeout};
 use crate::wheel::{Expired, Key, Wheel, NEVER};
 
@@ -102,7 +103,7 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
-    pub(crate) tick_ns: u64,
+    pub(crate) ticks: Ticks,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
@@ -868,7 +869,7 @@ impl Builder {
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let common = Arc::new(Common {
             start: Instant::now(),
-            tick_ns,
+            ticks: Ticks::new(tick_ns),
             planned: AtomicU64::new(u64::MAX),
             notify: Notify::new(),
             stopped: AtomicBool::new(false),
@@ -998,7 +999,7 @@ impl Common {
     /// The last tick that has begun by the clock.
     pub(crate) fn now_tick(&self) -> u64 {
         let since = Instant::now().saturating_duration_since(self.start);
-        u64::try_from(since.as_nanos() / u128::from(self.tick_ns)).unwrap_or(u64::MAX)
+        self.ticks.floor(since).unwrap_or(u64::MAX)
     }
 
     /// The first tick at or after `delay` from now: [`tick_of`](Self::tick_of)
@@ -1008,8 +1009,7 @@ impl Common {
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
         let since = Instant::now().saturating_duration_since(self.start);
         match since.checked_add(delay) {
-            Some(since) => u64::try_from(since.as_nanos().div_ceil(u128::from(self.tick_ns)))
-                .map_or(NEVER, |tick| tick.min(NEVER)),
+            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
             None => NEVER,
         }
     }
@@ -1018,10 +1018,9 @@ impl Common {
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         match deadline.checked_duration_since(self.start) {
             None => 0,
-            // In u128: `u64` nanoseconds end after 584 years, and a
+            // Exact past 584 years too (where `u64` nanoseconds end): a
             // deadline saturated there would fire early.
-            Some(since) => u64::try_from(since.as_nanos().div_ceil(u128::from(self.tick_ns)))
-                .map_or(NEVER, |tick| tick.min(NEVER)),
+            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
         }
     }
 
@@ -1029,7 +1028,7 @@ impl Common {
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
         // In u128: a `u64` of nanoseconds ends after 584 years, well inside
         // the wheel's range (over 2,000 years at a 1 ms tick).
-        let ns = u128::from(tick) * u128::from(self.tick_ns);
+        let ns = u128::from(tick) * u128::from(self.ticks.tick_ns());
         let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
         let since = Duration::new(secs, (ns % 1_000_000_000) as u32);
         self.start
