@@ -1114,10 +1114,12 @@ impl Shard {
     fn pending(&self) -> usize {
         let state = self.lock();
         // Read under the lock: every release counted in `released` is
-        // ordered after its timeout's creation, which `pending` holds.
+        // ordered after its timeout's creation, which `pending` holds. Both
+        // only grow and may wrap (a 32-bit `usize` wraps after 2^32
+        // timeouts); their difference, the pending count, is exact modulo.
         self.pending
             .load(Ordering::Relaxed)
-            .saturating_sub(state.released)
+            .wrapping_sub(state.released)
     }
 
     /// `n` timeouts or tasks of this shard fired or were cancelled, and the
@@ -1129,7 +1131,7 @@ impl Shard {
         if self.common.max_pending.is_some() {
             self.common.reserved.fetch_sub(n, Ordering::AcqRel);
         }
-        state.released += n;
+        state.released = state.released.wrapping_add(n);
     }
 
     /// `n` timeouts or tasks of this shard fired or were cancelled, without
