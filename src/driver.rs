@@ -53,65 +53,54 @@ pub(crate) fn run(common: Arc<Common>, shards: Box<[Weak<Shard>]>) -> impl Futur
 
 async fn drive(guard: StopOnDrop) {
     let (common, shards) = (&guard.0, &guard.1);
-    // Timeouts keep only their shard alive: the driver runs while any shard
-    // lives (the timer holds them all, so while it lives too).
-    let alive = |shards: &[Weak<Shard>]| shards.iter().any(|s| s.strong_count() > 0);
     let lag_warn_ticks = common.ticks.floor(LAG_WARN).unwrap_or(u64::MAX);
     tracing::debug!(shards = shards.len(), "hashwheel: driver started");
     let ended = |why: &str| tracing::debug!(why, "hashwheel: driver ended");
-    {
-        let mut sleep = pin!(tokio::time::sleep_until(far_future(
-            tokio::time::Instant::now()
-        )));
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut target = u64::MAX;
-        loop {
-            // Sleep until `target`, or until an earlier insert notifies.
-            if common.is_stopped() {
-                return ended("timer stopped");
-            }
-            if !alive(shards) {
-                return ended("every timer handle and timeout dropped");
-            }
-            let deadline = (target != u64::MAX).then(|| common.instant_of(target));
-            let notified = pin!(common.notify.notified());
-            match deadline {
-                Some(deadline) => {
-                    sleep.as_mut().reset(deadline);
-                    select(notified, sleep.as_mut()).await;
-                }
-                None => notified.await,
-            }
-
-            if common.is_stopped() {
-                return ended("timer stopped");
-            }
-            if !alive(shards) {
-                return ended("every timer handle and timeout dropped");
-            }
-            let now = common.now_tick();
-            let planned = common.planned.load(Ordering::Acquire);
-            if planned > now {
-                // Woken by an insert that is not due yet: only move the alarm.
-                target = planned;
-                continue;
-            }
-            common.planned.store(u64::MAX, Ordering::SeqCst);
-            common.wakeups.fetch_add(1, Ordering::Relaxed);
-            if target != u64::MAX && now > target {
-                let late_ticks = now - target;
-                common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
-                if late_ticks > lag_warn_ticks {
-                    tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
-                } else if late_ticks > 1 {
-                    tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
-                }
-            }
-            let next = turn(common, shards, now, &mut batch);
-            let planned = common.planned.fetch_min(next, Ordering::AcqRel);
-            target = planned.min(next);
-            tracing::trace!(now, next = target, "hashwheel: turned the wheels");
+    let mut sleep = pin!(tokio::time::sleep_until(far_future(
+        tokio::time::Instant::now()
+    )));
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut target = u64::MAX;
+    loop {
+        if let Some(why) = finished(common, shards) {
+            return ended(why);
         }
+        // Sleep until `target`, or until an earlier insert notifies.
+        let deadline = (target != u64::MAX).then(|| common.instant_of(target));
+        let notified = pin!(common.notify.notified());
+        match deadline {
+            Some(deadline) => {
+                sleep.as_mut().reset(deadline);
+                select(notified, sleep.as_mut()).await;
+            }
+            None => notified.await,
+        }
+
+        if let Some(why) = finished(common, shards) {
+            return ended(why);
+        }
+        let now = common.now_tick();
+        let planned = common.planned.load(Ordering::Acquire);
+        if planned > now {
+            // Woken by an insert that is not due yet: only move the alarm.
+            target = planned;
+            continue;
+        }
+        common.planned.store(u64::MAX, Ordering::SeqCst);
+        common.wakeups.fetch_add(1, Ordering::Relaxed);
+        if target != u64::MAX && now > target {
+            let late_ticks = now - target;
+            common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
+            if late_ticks > lag_warn_ticks {
+                tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
+            } else if late_ticks > 1 {
+                tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
+            }
+        }
+        let next = turn(common, shards, now, &mut batch);
+        let planned = common.planned.fetch_min(next, Ordering::AcqRel);
+        target = planned.min(next);
+        tracing::trace!(now, next = target, "hashwheel: turned the wheels");
     }
 }
 
@@ -207,12 +196,26 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
     }
 }
 
+/// Why the driver has nothing left to do, if it has not: the timer was
+/// stopped, or every shard is gone. Timeouts keep only their shard alive, so
+/// the driver runs while any shard lives (the timer holds them all, so while
+/// it lives too).
+fn finished(common: &Common, shards: &[Weak<Shard>]) -> Option<&'static str> {
+    if common.is_stopped() {
+        Some("timer stopped")
+    } else if shards.iter().all(|s| s.strong_count() == 0) {
+        Some("every timer handle and timeout dropped")
+    } else {
+        None
+    }
+}
+
 struct StopOnDrop(Arc<Common>, Box<[Weak<Shard>]>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         let (common, shards) = (&*self.0, &*self.1);
-        if !common.is_stopped() && shards.iter().any(|s| s.strong_count() > 0) {
+        if finished(common, shards).is_none() {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
             stop(common, shards.iter().filter_map(Weak::upgrade));
         }
