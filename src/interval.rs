@@ -356,8 +356,9 @@ impl Interval {
         } else if self.timeout.is_cancelled() {
             return Poll::Ready(None);
         }
+        // `now` was read before the poll: a timeout that fired since then
+        // fired at most a few instructions ago, well inside the tolerance.
         let due = self.next;
-        let now = Instant::now();
         self.next = if now > add(due, self.tolerance) {
             tracing::trace!(
                 late = ?(now - due),
