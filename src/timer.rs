@@ -961,8 +961,9 @@ impl Shared {
 
     /// The counts of every shard, summed. Locks each shard in turn.
     pub(crate) fn stats(&self) -> Stats {
+        let stopped = self.is_stopped();
         let mut stats = Stats {
-            pending: self.pending(),
+            pending: 0,
             fired: 0,
             cancelled: 0,
             reset: 0,
@@ -970,7 +971,12 @@ impl Shared {
             late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
         };
         for shard in self.shards.iter() {
-            let counts = shard.lock().counts;
+            let state = shard.lock();
+            let counts = state.counts;
+            if !stopped {
+                stats.pending += shard.pending_locked(&state);
+            }
+            drop(state);
             let unlocked = &shard.unlocked;
             stats.fired += counts.fired + unlocked.fired.load(Ordering::Relaxed);
             stats.cancelled += counts.cancelled + unlocked.cancelled.load(Ordering::Relaxed);
@@ -1112,7 +1118,11 @@ impl Shard {
 
     /// Timeouts and tasks of this shard neither fired nor cancelled.
     fn pending(&self) -> usize {
-        let state = self.lock();
+        self.pending_locked(&self.lock())
+    }
+
+    /// [`pending`](Self::pending), for a caller that holds the lock.
+    fn pending_locked(&self, state: &ShardState) -> usize {
         // Read under the lock: every release counted in `released` is
         // ordered after its timeout's creation, which `pending` holds. Both
         // only grow and may wrap (a 32-bit `usize` wraps after 2^32
