@@ -2,8 +2,8 @@
 //! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8), in one process.
 //!
 //! ```text
-//! cargo bench --bench compare              # full counts (about a minute)
-//! cargo bench --bench compare -- --quick   # smaller counts
+//! cargo bench -p hashwheel-benches --bench compare            # full counts
+//! cargo bench -p hashwheel-benches --bench compare -- --quick # smaller counts
 //! ```
 //!
 //! Timed workloads run their contenders interleaved, `reps` times each, and
@@ -11,9 +11,8 @@
 //! hits all of them alike. The table gives each figure and the ratio
 //! `rival / hashwheel`: above 1 means hashwheel is faster or smaller.
 //!
-//! The clock is never paused in this process, so `tokio::time::Instant::now()`
-//! takes its fast path (an atomic load, then the OS clock) even though the
-//! dev-dependency on tokio enables `test-util`.
+//! The benches are their own workspace member, built without tokio's
+//! `test-util`, so `tokio::time::Instant::now()` is the OS clock read.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;

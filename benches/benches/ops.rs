@@ -2,7 +2,7 @@
 //! `tokio::time`: schedule, cancel, reset and fire.
 //!
 //! ```text
-//! cargo bench --bench ops
+//! cargo bench -p hashwheel-benches --bench ops
 //! ```
 //!
 //! Every operation is timed in a batch with `iter_custom`, so the setup it
