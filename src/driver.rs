@@ -14,7 +14,6 @@
 //! it missed is kept) and sleeps until the result, or until notified; a
 //! notification sent while it was not waiting is kept as a permit.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
@@ -25,8 +24,7 @@ use std::time::Duration;
 
 use futures::future::select;
 
-use crate::task::TaskInner;
-use crate::timer::{far_future, stop, Common, Shard};
+use crate::shard::{far_future, panic_message, stop, wake, Common, Shard, TaskInner};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
@@ -157,23 +155,6 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
     next
 }
 
-/// Wakes each waker, outside any lock; a panicking waker is reported and
-/// does not stop the rest.
-pub(crate) fn wake_all(wakers: impl IntoIterator<Item = Waker>) {
-    for waker in wakers {
-        wake(waker);
-    }
-}
-
-fn wake(waker: Waker) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-        tracing::warn!(
-            panic = panic_message(&*panic),
-            "hashwheel: a waker panicked"
-        );
-    }
-}
-
 fn run_task(task: &TaskInner) {
     let Some(callback) = task.take_task() else {
         return;
@@ -183,16 +164,6 @@ fn run_task(task: &TaskInner) {
             panic = panic_message(&*panic),
             "hashwheel: a scheduled task panicked"
         );
-    }
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> &str {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s
-    } else {
-        "<non-string panic payload>"
     }
 }
 

@@ -9,9 +9,8 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::time::Instant;
 
-use crate::error::Error;
+use crate::shard::far_future;
 use crate::timeout::Timeout;
-use crate::timer::{far_future, Timer};
 
 /// How late a tick may complete and still count as on time, on top of one
 /// timer tick (a deadline is rounded up to the tick, so a timeout that fires
@@ -151,128 +150,24 @@ impl MissedTickBehavior {
     }
 }
 
-impl Timer {
-    /// An [`Interval`] that ticks every `period`, the first tick at once.
-    ///
-    /// Same as [`interval_at(Instant::now(), period)`](Timer::interval_at).
-    ///
-    /// # Panics
-    ///
-    /// If `period` is zero, the timer is stopped, or it is at its
-    /// [`max_pending`](crate::Builder::max_pending) limit;
-    /// [`try_interval`](Timer::try_interval) returns those as errors.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// use tokio::time::Instant;
-    ///
-    /// let timer = hashwheel::Timer::new();
-    /// let start = Instant::now();
-    /// let mut interval = timer.interval(Duration::from_millis(10));
-    /// assert_eq!(interval.tick().await, start); // at once
-    /// assert_eq!(interval.tick().await, start + Duration::from_millis(10));
-    /// assert_eq!(interval.tick().await, start + Duration::from_millis(20));
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn interval(&self, period: Duration) -> Interval {
-        unwrap(self.try_interval(period))
-    }
-
-    /// An [`Interval`] whose first tick is at `start`, then one every
-    /// `period`.
-    ///
-    /// # Panics
-    ///
-    /// As [`interval`](Timer::interval);
-    /// [`try_interval_at`](Timer::try_interval_at) returns errors instead.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// use tokio::time::Instant;
-    ///
-    /// let timer = hashwheel::Timer::new();
-    /// let start = Instant::now() + Duration::from_secs(1);
-    /// let mut interval = timer.interval_at(start, Duration::from_secs(5));
-    /// assert_eq!(interval.tick().await, start);
-    /// assert_eq!(interval.tick().await, start + Duration::from_secs(5));
-    /// # }
-    /// ```
-    #[track_caller]
-    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
-        unwrap(self.try_interval_at(start, period))
-    }
-
-    /// Like [`interval`](Timer::interval), but returns an error instead of
-    /// panicking.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::is_invalid_config`] for a zero period; otherwise as
-    /// [`try_sleep`](Timer::try_sleep).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let timer = hashwheel::Timer::new();
-    /// let err = timer.try_interval(Duration::ZERO).unwrap_err();
-    /// assert!(err.is_invalid_config());
-    /// assert!(timer.try_interval(Duration::from_secs(1)).is_ok());
-    /// # }
-    /// ```
-    pub fn try_interval(&self, period: Duration) -> Result<Interval, Error> {
-        self.try_interval_at(Instant::now(), period)
-    }
-
-    /// Like [`interval_at`](Timer::interval_at), but returns an error
-    /// instead of panicking.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_interval`](Timer::try_interval).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// use tokio::time::Instant;
-    ///
-    /// let timer = hashwheel::Timer::new();
-    /// timer.stop();
-    /// let err = timer.try_interval_at(Instant::now(), Duration::from_secs(1)).unwrap_err();
-    /// assert!(err.is_stopped());
-    /// # }
-    /// ```
-    pub fn try_interval_at(&self, start: Instant, period: Duration) -> Result<Interval, Error> {
-        if period.is_zero() {
-            return Err(Error::invalid_config("interval period must be non-zero"));
-        }
-        let timeout = self.try_sleep_until(start)?;
-        Ok(Interval {
+impl Interval {
+    /// An interval on `timeout`, whose deadline is `start`, on a timer of
+    /// tick `tick`.
+    pub(crate) fn new(
+        timeout: Timeout,
+        start: Instant,
+        period: Duration,
+        tick: Duration,
+    ) -> Interval {
+        Interval {
             timeout,
             next: start,
             period,
-            tolerance: self.tick() + TOLERANCE,
+            tolerance: tick + TOLERANCE,
             behavior: MissedTickBehavior::default(),
-        })
+        }
     }
-}
 
-impl Interval {
     /// Completes at the next tick and returns its nominal instant.
     ///
     /// The first tick completes at the interval's start (at once for
@@ -552,12 +447,4 @@ fn add(instant: Instant, d: Duration) -> Instant {
 /// Whole nanoseconds, saturating; at least 1 so it can divide.
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
-}
-
-#[track_caller]
-fn unwrap<T>(res: Result<T, Error>) -> T {
-    match res {
-        Ok(value) => value,
-        Err(err) => panic!("hashwheel: {err}"),
-    }
 }

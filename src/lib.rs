@@ -119,6 +119,7 @@ mod error;
 #[cfg(feature = "hyper")]
 mod hyper;
 mod interval;
+mod shard;
 mod stats;
 mod task;
 mod ticks;

@@ -2,72 +2,12 @@
 //! their [`TaskHandle`].
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::timer::Shared;
-use crate::wheel::Key;
-
-/// The state of a task. It leaves `PENDING` only under its shard's lock, so
-/// a task is run or cancelled, never both.
-///
-/// | state       | meaning                                      |
-/// |-------------|----------------------------------------------|
-/// | `PENDING`   | in the wheel, waiting for its deadline       |
-/// | `EXPIRED`   | its deadline passed: it ran or is running    |
-/// | `CANCELLED` | cancelled by its handle or the timer stopping |
-const PENDING: u8 = 0;
-const EXPIRED: u8 = 1;
-const CANCELLED: u8 = 2;
-
-type Callback = Box<dyn FnOnce() + Send + 'static>;
-
-pub(crate) struct TaskInner {
-    shared: Weak<Shared>,
-    shard: usize,
-    key: Key,
-    deadline: Instant,
-    state: AtomicU8,
-    task: Mutex<Option<Callback>>,
-}
-
-impl TaskInner {
-    pub(crate) fn new(
-        shared: Weak<Shared>,
-        shard: usize,
-        key: Key,
-        deadline: Instant,
-        task: Callback,
-    ) -> TaskInner {
-        TaskInner {
-            shared,
-            shard,
-            key,
-            deadline,
-            state: AtomicU8::new(PENDING),
-            task: Mutex::new(Some(task)),
-        }
-    }
-
-    /// Called under the shard's lock.
-    pub(crate) fn mark_expired(&self) {
-        self.state.store(EXPIRED, Ordering::Release);
-    }
-
-    /// Called under the shard's lock.
-    pub(crate) fn mark_cancelled(&self) {
-        self.state.store(CANCELLED, Ordering::Release);
-    }
-
-    pub(crate) fn take_task(&self) -> Option<Callback> {
-        self.task
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-    }
-}
+use crate::shard::{TaskInner, CANCELLED, EXPIRED, PENDING};
 
 /// A handle to a callback scheduled with
 /// [`Timer::schedule`](crate::Timer::schedule).

@@ -10,9 +10,8 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use crate::driver;
 use crate::error::Elapsed;
-use crate::timer::{AtomicCounts, Shard};
+use crate::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::{Key, State, NEVER};
 
 // A `Timeout` is two words: its shard (which wheel and lock, and through
@@ -292,7 +291,7 @@ impl Timeout {
                     res
                 };
                 match (state, fired_now) {
-                    (State::Pending, Some(waker)) => driver::wake_all(waker),
+                    (State::Pending, Some(waker)) => wake_all(waker),
                     (State::Pending, None) => shard.common.note_deadline(tick),
                     (State::Fired, None) => {
                         shard.reacquire();

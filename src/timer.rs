@@ -1,25 +1,23 @@
-//! The [`Timer`] handle, its [`Builder`], and the state they share with the
-//! driver.
+//! The [`Timer`] handle and its [`Builder`]. The state they share with the
+//! driver lives in the shard state (`shard.rs`).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::IntoFuture;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Waker;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::Handle;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::driver;
 use crate::error::Error;
+use crate::interval::Interval;
+use crate::shard::{far_future, Shared, TaskInner};
 use crate::stats::Stats;
-use crate::task::{TaskHandle, TaskInner};
-use crate::ticks::Ticks;
+use crate::task::TaskHandle;
 use crate::timeout::{Timeout, WithTimeout};
-use crate::wheel::{Expired, Key, Wheel, NEVER};
+use crate::wheel::{Key, NEVER};
 
 /// The smallest tick; shorter ones are raised to it.
 const MIN_TICK: Duration = Duration::from_millis(1);
@@ -86,92 +84,6 @@ pub struct Builder {
     max_pending: Option<usize>,
     shards: Option<usize>,
     handle: Option<Handle>,
-}
-
-/// The state shared by [`Timer`]s and scheduled tasks: the shards and what
-/// they share. [`Timeout`]s hold only their [`Shard`], so that threads on
-/// different shards never write to one reference count.
-pub(crate) struct Shared {
-    pub(crate) shards: Box<[Arc<Shard>]>,
-    pub(crate) common: Arc<Common>,
-    tick: Duration,
-    wheel_size: usize,
-}
-
-/// What every shard and the driver share: the clock, the driver's plan and
-/// signal, the stop flag and the timer-wide counters. It holds no shard, so
-/// shards can point at it without a cycle.
-pub(crate) struct Common {
-    start: Instant,
-    pub(crate) ticks: Ticks,
-    /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
-    /// notified, or while it is turning the wheels.
-    pub(crate) planned: AtomicU64,
-    /// Wakes the driver.
-    pub(crate) notify: Notify,
-    stopped: AtomicBool,
-    max_pending: Option<usize>,
-    /// Pending count over all shards; kept only under a `max_pending` limit,
-    /// so unlimited timers never touch a shared counter.
-    reserved: AtomicUsize,
-    /// Written by the driver only.
-    pub(crate) wakeups: AtomicU64,
-    /// Ticks the driver found itself behind when it woke, summed.
-    pub(crate) late_ticks: AtomicU64,
-    /// Pending tasks, and a reference to the `Shared` while there are any
-    /// (see [`Shared::task_added`]).
-    keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
-}
-
-/// One wheel and its lock. Threads pick a shard each, so they rarely share
-/// a lock or a cache line; a timeout stays on the shard it was created on.
-#[repr(align(128))]
-pub(crate) struct Shard {
-    state: Mutex<ShardState>,
-    /// Timeouts and tasks of this shard created or made pending again, less
-    /// those that ended without the lock. Those that end under the lock
-    /// count in [`ShardState::released`] instead, which saves the common
-    /// paths (a registered timeout dropped or fired) an atomic write: the
-    /// pending count is this less that, read under the lock.
-    pending: AtomicUsize,
-    /// Counts for the operations that complete without the lock (see
-    /// [`Counts`] for the others).
-    pub(crate) unlocked: AtomicCounts,
-    pub(crate) common: Arc<Common>,
-}
-
-pub(crate) struct ShardState {
-    pub(crate) wheel: Wheel<Option<Waker>>,
-    /// Scheduled tasks, by key: detached entries of the wheel.
-    pub(crate) tasks: HashMap<Key, Arc<TaskInner>>,
-    /// Counts kept under the lock, which the operation holds anyway.
-    pub(crate) counts: Counts,
-    /// Timeouts and tasks of this shard that fired or were cancelled under
-    /// the lock (see [`Shard::pending`]).
-    released: usize,
-}
-
-/// Operation counts of one shard, kept under its lock.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Counts {
-    pub(crate) fired: u64,
-    pub(crate) cancelled: u64,
-    pub(crate) reset: u64,
-}
-
-/// Operation counts of one shard for the paths that take no lock: relaxed,
-/// on the shard's own cache line.
-#[derive(Debug, Default)]
-pub(crate) struct AtomicCounts {
-    pub(crate) fired: AtomicU64,
-    pub(crate) cancelled: AtomicU64,
-    pub(crate) reset: AtomicU64,
-}
-
-impl AtomicCounts {
-    pub(crate) fn add(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 impl Timer {
@@ -527,7 +439,11 @@ impl Timer {
     /// # }
     /// ```
     pub fn stop(&self) -> Vec<TaskHandle> {
-        self.shared.stop()
+        self.shared
+            .stop()
+            .into_iter()
+            .map(TaskHandle::new)
+            .collect()
     }
 
     /// Whether the timer was stopped, by [`stop`](Timer::stop) or by the
@@ -653,6 +569,121 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// An [`Interval`] that ticks every `period`, the first tick at once.
+    ///
+    /// Same as [`interval_at(Instant::now(), period)`](Timer::interval_at).
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero, the timer is stopped, or it is at its
+    /// [`max_pending`](crate::Builder::max_pending) limit;
+    /// [`try_interval`](Timer::try_interval) returns those as errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let start = Instant::now();
+    /// let mut interval = timer.interval(Duration::from_millis(10));
+    /// assert_eq!(interval.tick().await, start); // at once
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(10));
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(20));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn interval(&self, period: Duration) -> Interval {
+        unwrap(self.try_interval(period))
+    }
+
+    /// An [`Interval`] whose first tick is at `start`, then one every
+    /// `period`.
+    ///
+    /// # Panics
+    ///
+    /// As [`interval`](Timer::interval);
+    /// [`try_interval_at`](Timer::try_interval_at) returns errors instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let start = Instant::now() + Duration::from_secs(1);
+    /// let mut interval = timer.interval_at(start, Duration::from_secs(5));
+    /// assert_eq!(interval.tick().await, start);
+    /// assert_eq!(interval.tick().await, start + Duration::from_secs(5));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        unwrap(self.try_interval_at(start, period))
+    }
+
+    /// Like [`interval`](Timer::interval), but returns an error instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_config`] for a zero period; otherwise as
+    /// [`try_sleep`](Timer::try_sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let err = timer.try_interval(Duration::ZERO).unwrap_err();
+    /// assert!(err.is_invalid_config());
+    /// assert!(timer.try_interval(Duration::from_secs(1)).is_ok());
+    /// # }
+    /// ```
+    pub fn try_interval(&self, period: Duration) -> Result<Interval, Error> {
+        self.try_interval_at(Instant::now(), period)
+    }
+
+    /// Like [`interval_at`](Timer::interval_at), but returns an error
+    /// instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_interval`](Timer::try_interval).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// timer.stop();
+    /// let err = timer.try_interval_at(Instant::now(), Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_stopped());
+    /// # }
+    /// ```
+    pub fn try_interval_at(&self, start: Instant, period: Duration) -> Result<Interval, Error> {
+        if period.is_zero() {
+            return Err(Error::invalid_config("interval period must be non-zero"));
+        }
+        let timeout = self.try_sleep_until(start)?;
+        Ok(Interval::new(timeout, start, period, self.tick()))
+    }
+}
+
 impl fmt::Debug for Timer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timer")
@@ -671,11 +702,6 @@ fn unwrap<T>(res: Result<T, Error>) -> T {
         Ok(value) => value,
         Err(err) => panic!("hashwheel: {err}"),
     }
-}
-
-/// An instant about 30 years out, as tokio uses for "never".
-pub(crate) fn far_future(from: Instant) -> Instant {
-    from + Duration::from_secs(86_400 * 365 * 30)
 }
 
 impl Default for Builder {
@@ -867,349 +893,9 @@ impl Builder {
             })?,
         };
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let common = Arc::new(Common {
-            start: Instant::now(),
-            ticks: Ticks::new(tick_ns),
-            planned: AtomicU64::new(u64::MAX),
-            notify: Notify::new(),
-            stopped: AtomicBool::new(false),
-            max_pending: self.max_pending,
-            reserved: AtomicUsize::new(0),
-            wakeups: AtomicU64::new(0),
-            late_ticks: AtomicU64::new(0),
-            keep_alive: Mutex::new((0, None)),
-        });
-        let shards: Box<[Arc<Shard>]> = (0..shards)
-            .map(|_| {
-                Arc::new(Shard {
-                    state: Mutex::new(ShardState {
-                        wheel: Wheel::new(wheel_size, ring),
-                        tasks: HashMap::new(),
-                        counts: Counts::default(),
-                        released: 0,
-                    }),
-                    pending: AtomicUsize::new(0),
-                    unlocked: AtomicCounts::default(),
-                    common: common.clone(),
-                })
-            })
-            .collect();
-        let weak = shards.iter().map(Arc::downgrade).collect();
-        let shared = Arc::new(Shared {
-            shards,
-            common: common.clone(),
-            tick,
-            wheel_size,
-        });
+        let shared = Shared::new(tick, tick_ns, wheel_size, ring, shards, self.max_pending);
+        let (common, weak) = shared.driver_parts();
         handle.spawn(driver::run(common, weak));
         Ok(Timer { shared })
     }
-}
-
-impl Shared {
-    /// Locks shard `shard`.
-    pub(crate) fn lock(&self, shard: usize) -> MutexGuard<'_, ShardState> {
-        self.shards[shard].lock()
-    }
-
-    /// The shard of the calling thread.
-    pub(crate) fn current_shard(&self) -> usize {
-        thread_local! {
-            static SEED: usize = {
-                static NEXT: AtomicUsize = AtomicUsize::new(0);
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            };
-        }
-        let n = self.shards.len();
-        if n == 1 {
-            0
-        } else {
-            SEED.with(|seed| seed % n)
-        }
-    }
-
-    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
-        self.common.tick_of(deadline)
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.common.is_stopped()
-    }
-
-    pub(crate) fn acquire(&self, shard: usize) -> Result<(), Error> {
-        self.shards[shard].acquire()
-    }
-
-    pub(crate) fn release(&self, shard: usize, n: usize) {
-        self.shards[shard].release(n);
-    }
-
-    pub(crate) fn note_deadline(&self, tick: u64) {
-        self.common.note_deadline(tick);
-    }
-
-    pub(crate) fn tasks_done(&self, n: usize) {
-        self.common.tasks_done(n);
-    }
-
-    pub(crate) fn pending(&self) -> usize {
-        if self.is_stopped() {
-            return 0;
-        }
-        self.shards.iter().map(|s| s.pending()).sum()
-    }
-
-    /// The counts of every shard, summed. Locks each shard in turn.
-    pub(crate) fn stats(&self) -> Stats {
-        let stopped = self.is_stopped();
-        let mut stats = Stats {
-            pending: 0,
-            fired: 0,
-            cancelled: 0,
-            reset: 0,
-            driver_wakeups: self.common.wakeups.load(Ordering::Relaxed),
-            late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
-        };
-        for shard in self.shards.iter() {
-            let state = shard.lock();
-            let counts = state.counts;
-            if !stopped {
-                stats.pending += shard.pending_locked(&state);
-            }
-            drop(state);
-            let unlocked = &shard.unlocked;
-            stats.fired += counts.fired + unlocked.fired.load(Ordering::Relaxed);
-            stats.cancelled += counts.cancelled + unlocked.cancelled.load(Ordering::Relaxed);
-            stats.reset += counts.reset + unlocked.reset.load(Ordering::Relaxed);
-        }
-        stats
-    }
-
-    /// A task was scheduled. Pending tasks keep the timer alive, with no
-    /// `Timer` left, until they run or are cancelled: the first one makes
-    /// the timer hold a reference to itself.
-    pub(crate) fn task_added(self: &Arc<Self>) {
-        let mut keep = self.common.lock_keep_alive();
-        keep.0 += 1;
-        if keep.0 == 1 {
-            keep.1 = Some(self.clone());
-        }
-    }
-
-    pub(crate) fn stop(&self) -> Vec<TaskHandle> {
-        stop(&self.common, self.shards.iter().cloned())
-    }
-}
-
-impl Common {
-    /// The last tick that has begun by the clock.
-    pub(crate) fn now_tick(&self) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
-        self.ticks.floor(since).unwrap_or(u64::MAX)
-    }
-
-    /// The first tick at or after `delay` from now: [`tick_of`](Self::tick_of)
-    /// of `now + delay`, with one `Instant` subtraction instead of an
-    /// addition and a subtraction (this is the schedule and reset path).
-    /// A sum that overflows means [`NEVER`].
-    pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
-        match since.checked_add(delay) {
-            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
-            None => NEVER,
-        }
-    }
-
-    /// The first tick at or after `deadline`.
-    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
-        match deadline.checked_duration_since(self.start) {
-            None => 0,
-            // Exact past 584 years too (where `u64` nanoseconds end): a
-            // deadline saturated there would fire early.
-            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
-        }
-    }
-
-    /// The instant tick `tick` begins.
-    pub(crate) fn instant_of(&self, tick: u64) -> Instant {
-        // In u128: a `u64` of nanoseconds ends after 584 years, well inside
-        // the wheel's range (over 2,000 years at a 1 ms tick).
-        let ns = u128::from(tick) * u128::from(self.ticks.tick_ns());
-        let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
-        let since = Duration::new(secs, (ns % 1_000_000_000) as u32);
-        self.start
-            .checked_add(since)
-            .filter(|_| tick < NEVER)
-            .unwrap_or_else(|| far_future(self.start))
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
-    }
-
-    /// A pending entry now waits for `tick`: wake the driver if it planned
-    /// to sleep past it. Called after the shard's lock is released.
-    pub(crate) fn note_deadline(&self, tick: u64) {
-        if tick < self.planned.load(Ordering::Acquire)
-            && self.planned.fetch_min(tick, Ordering::AcqRel) > tick
-        {
-            self.notify.notify_one();
-        }
-    }
-
-    /// `n` tasks ran or were cancelled; the last one lets the timer go.
-    pub(crate) fn tasks_done(&self, n: usize) {
-        if n == 0 {
-            return;
-        }
-        let released = {
-            let mut keep = self.lock_keep_alive();
-            keep.0 -= n;
-            if keep.0 == 0 {
-                keep.1.take()
-            } else {
-                None
-            }
-        };
-        // May be the last reference: dropped outside the lock.
-        drop(released);
-    }
-
-    fn lock_keep_alive(&self) -> MutexGuard<'_, (usize, Option<Arc<Shared>>)> {
-        self.keep_alive
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Shard {
-    /// Locks the shard. A panic under the lock cannot leave the wheel half
-    /// changed (no user code runs there), so poisoning is ignored.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, ShardState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Counts a new pending timeout or task.
-    pub(crate) fn acquire(&self) -> Result<(), Error> {
-        let common = &*self.common;
-        if common.is_stopped() {
-            return Err(Error::stopped());
-        }
-        if let Some(max) = common.max_pending {
-            if common.reserved.fetch_add(1, Ordering::AcqRel) >= max {
-                common.reserved.fetch_sub(1, Ordering::AcqRel);
-                return Err(Error::at_capacity(max));
-            }
-        }
-        self.pending.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Counts a fired timeout pending again after a reset. Resets never fail,
-    /// so this may go past `max_pending`.
-    pub(crate) fn reacquire(&self) {
-        if self.common.max_pending.is_some() {
-            self.common.reserved.fetch_add(1, Ordering::AcqRel);
-        }
-        self.pending.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Timeouts and tasks of this shard neither fired nor cancelled.
-    fn pending(&self) -> usize {
-        self.pending_locked(&self.lock())
-    }
-
-    /// [`pending`](Self::pending), for a caller that holds the lock.
-    fn pending_locked(&self, state: &ShardState) -> usize {
-        // Read under the lock: every release counted in `released` is
-        // ordered after its timeout's creation, which `pending` holds. Both
-        // only grow and may wrap (a 32-bit `usize` wraps after 2^32
-        // timeouts); their difference, the pending count, is exact modulo.
-        self.pending
-            .load(Ordering::Relaxed)
-            .wrapping_sub(state.released)
-    }
-
-    /// `n` timeouts or tasks of this shard fired or were cancelled, and the
-    /// caller holds the lock (`state`).
-    pub(crate) fn release_locked(&self, state: &mut ShardState, n: usize) {
-        if n == 0 {
-            return;
-        }
-        if self.common.max_pending.is_some() {
-            self.common.reserved.fetch_sub(n, Ordering::AcqRel);
-        }
-        state.released = state.released.wrapping_add(n);
-    }
-
-    /// `n` timeouts or tasks of this shard fired or were cancelled, without
-    /// the lock.
-    pub(crate) fn release(&self, n: usize) {
-        if n == 0 {
-            return;
-        }
-        if self.common.max_pending.is_some() {
-            self.common.reserved.fetch_sub(n, Ordering::AcqRel);
-        }
-        self.pending.fetch_sub(n, Ordering::Relaxed);
-    }
-}
-
-impl Drop for Shard {
-    fn drop(&mut self) {
-        // The driver watches its shards through `Weak`s: tell it to look
-        // again, it may be the last.
-        self.common.notify.notify_one();
-    }
-}
-
-/// Cancels everything pending on `shards` and marks the timer stopped.
-/// Returns the tasks that never ran; wakes every pending timeout, outside
-/// the locks.
-pub(crate) fn stop(common: &Common, shards: impl Iterator<Item = Arc<Shard>>) -> Vec<TaskHandle> {
-    if common.stopped.swap(true, Ordering::AcqRel) {
-        return Vec::new();
-    }
-    let mut tasks = Vec::new();
-    let mut timeouts = 0;
-    for shard in shards {
-        let mut wakers = Vec::new();
-        let mut shard_tasks = Vec::new();
-        let mut drained = 0;
-        {
-            let mut guard = shard.lock();
-            let state = &mut *guard;
-            state.wheel.drain(|expired: Expired<_>| {
-                drained += 1;
-                if expired.detached {
-                    if let Some(task) = state.tasks.remove(&expired.key) {
-                        task.mark_cancelled();
-                        shard_tasks.push(task);
-                    }
-                } else if let Some(waker) = expired.value {
-                    wakers.push(waker);
-                }
-            });
-            state.counts.cancelled += drained as u64;
-            // Unpolled timeouts are not in the wheel: they release their
-            // count when polled or dropped.
-            shard.release_locked(state, drained);
-        }
-        common.tasks_done(shard_tasks.len());
-        for task in &shard_tasks {
-            drop(task.take_task());
-        }
-        timeouts += drained - shard_tasks.len();
-        driver::wake_all(wakers);
-        tasks.extend(shard_tasks.into_iter().map(TaskHandle::new));
-    }
-    common.notify.notify_one();
-    tracing::debug!(
-        timeouts,
-        tasks = tasks.len(),
-        "hashwheel: timer stopped; cancelled what was pending"
-    );
-    tasks
 }
