@@ -74,7 +74,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared) -> Result<(), Error> {
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
-        lag_warn_ticks: common.ticks.floor(LAG_WARN).unwrap_or(u64::MAX),
+        lag_warn_ticks: (LAG_WARN.as_micros() as u64) / common.tick_us,
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
@@ -172,7 +172,7 @@ impl Driver {
         common.planned.store(u64::MAX, Ordering::SeqCst);
         common.wakeups.fetch_add(1, Ordering::Relaxed);
         if armed != u64::MAX && now > armed {
-            let late_ticks = now - armed;
+            let late_ticks = (now - armed) / common.tick_us;
             common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
             if late_ticks > self.lag_warn_ticks {
                 tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");

@@ -41,7 +41,13 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
+    /// Converts durations to the wheel's time unit, the microsecond
+    /// ([`UNIT_NS`]): deadlines keep that resolution, so the timer adds no
+    /// rounding of its own to the runtime's 1 ms.
     pub(crate) ticks: Ticks,
+    /// The tick in microseconds: the width of a bucket and, above 1 ms, the
+    /// grid the alarm rings on (batching).
+    pub(crate) tick_us: u64,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
@@ -176,7 +182,7 @@ impl Shared {
     /// The shards of a new timer, with nothing pending.
     pub(crate) fn new(
         tick: Duration,
-        tick_ns: u64,
+        tick_us: u64,
         wheel_size: usize,
         ring: usize,
         shards: usize,
@@ -184,7 +190,8 @@ impl Shared {
     ) -> Arc<Shared> {
         let common = Arc::new(Common {
             start: Instant::now(),
-            ticks: Ticks::new(tick_ns),
+            ticks: Ticks::new(UNIT_NS),
+            tick_us,
             planned: AtomicU64::new(u64::MAX),
             alarm: Mutex::new(None),
             turn_state: AtomicU8::new(IDLE),
@@ -200,7 +207,7 @@ impl Shared {
             .map(|_| {
                 Arc::new(Shard {
                     state: Mutex::new(ShardState {
-                        wheel: Wheel::new(wheel_size, ring),
+                        wheel: Wheel::with_resolution(wheel_size, ring, bucket_res(tick_us)),
                         tasks: HashMap::new(),
                         counts: Counts::default(),
                         released: 0,
@@ -320,14 +327,24 @@ impl Shared {
     }
 }
 
+/// The wheel's time unit in nanoseconds: a microsecond.
+pub(crate) const UNIT_NS: u64 = 1_000;
+
+/// log2 of the bucket width in microseconds: the tick, rounded up to a power
+/// of two so a bucket is a shift of the deadline (1,024 µs for 1 ms).
+fn bucket_res(tick_us: u64) -> u32 {
+    tick_us.next_power_of_two().trailing_zeros().min(31)
+}
+
 impl Common {
-    /// The last tick that has begun by the clock.
+    /// The time by the clock, in microseconds since the timer's start,
+    /// rounded down: what is due at or before it has passed.
     pub(crate) fn now_tick(&self) -> u64 {
         let since = Instant::now().saturating_duration_since(self.start);
         self.ticks.floor(since).unwrap_or(u64::MAX)
     }
 
-    /// The first tick at or after `delay` from now: [`tick_of`](Self::tick_of)
+    /// `delay` from now, rounded up to the microsecond: [`tick_of`](Self::tick_of)
     /// of `now + delay`, with one `Instant` subtraction instead of an
     /// addition and a subtraction (this is the schedule and reset path).
     /// A sum that overflows means [`NEVER`].
@@ -339,7 +356,7 @@ impl Common {
         }
     }
 
-    /// The first tick at or after `deadline`.
+    /// `deadline`, rounded up to the microsecond.
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         match deadline.checked_duration_since(self.start) {
             None => 0,
@@ -349,10 +366,10 @@ impl Common {
         }
     }
 
-    /// The instant tick `tick` begins.
+    /// The instant of time `tick` (microseconds since the start).
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
         // In u128: a `u64` of nanoseconds ends after 584 years, well inside
-        // the wheel's range (over 2,000 years at a 1 ms tick).
+        // the wheel's range (146,000 years of microseconds).
         let ns = u128::from(tick) * u128::from(self.ticks.tick_ns());
         let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
         let since = Duration::new(secs, (ns % 1_000_000_000) as u32);
@@ -371,7 +388,8 @@ impl Common {
     /// it is done, from `planned`.
     /// to sleep past it. Called after the shard's lock is released.
     pub(crate) fn note_deadline(&self, tick: u64) {
-        if tick < self.planned.load(Ordering::Acquire)
+        if tick < NEVER
+            && tick < self.planned.load(Ordering::Acquire)
             && self.planned.fetch_min(tick, Ordering::SeqCst) > tick
             && self.turn_state.load(Ordering::SeqCst) == IDLE
         {
@@ -402,22 +420,29 @@ impl Common {
                 return;
             }
             alarm.armed = tick;
-            if tick == u64::MAX {
+            if tick >= NEVER {
+                // "Never" (or nothing pending) rings at no instant: an
+                // alarm at a far but fixed instant would ring, past it,
+                // on every turn.
                 return;
             }
             let instant = self.alarm_instant(tick);
             let Alarm { sleep, waker, .. } = alarm;
-            let ready = arming(|| {
-                // The runtime wakes the alarm from inside `reset` when the
-                // instant has passed; `arming` records that wake.
-                sleep.as_mut().reset(instant);
-                // Outside the task's budget: a budget-limited poll would
-                // wake the driver instead of registering.
-                let mut poll = tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
-                Pin::new(&mut poll)
-                    .poll(&mut Context::from_waker(waker))
-                    .is_ready()
-            });
+            // Already due (an entry registered after its deadline): turn
+            // now rather than at the runtime's next millisecond.
+            let ready = instant <= Instant::now()
+                || arming(|| {
+                    // The runtime wakes the alarm from inside `reset` when the
+                    // instant has passed; `arming` records that wake.
+                    sleep.as_mut().reset(instant);
+                    // Outside the task's budget: a budget-limited poll would
+                    // wake the driver instead of registering.
+                    let mut poll =
+                        tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
+                    Pin::new(&mut poll)
+                        .poll(&mut Context::from_waker(waker))
+                        .is_ready()
+                });
             if ready {
                 alarm.armed = u64::MAX;
             }
@@ -430,9 +455,17 @@ impl Common {
         }
     }
 
-    /// The instant the alarm rings for `tick`.
+    /// The instant the alarm rings for work due at `tick`: that very
+    /// instant for a tick of 1 ms (the runtime's own timer rounds it up to
+    /// its millisecond, as for a `tokio::time::Sleep` at the same deadline),
+    /// else the next multiple of the tick since the start, so that a
+    /// coarser tick batches expiries (at most one turn per tick).
     fn alarm_instant(&self, tick: u64) -> Instant {
-        self.instant_of(tick)
+        if self.tick_us <= 1_000 {
+            self.instant_of(tick)
+        } else {
+            self.instant_of(tick.div_ceil(self.tick_us).saturating_mul(self.tick_us))
+        }
     }
 
     /// `n` tasks ran or were cancelled; the last one lets the timer go.

@@ -21,8 +21,8 @@ use crate::wheel::{Key, State, NEVER};
 // | bits  | meaning                                                  |
 // |-------|----------------------------------------------------------|
 // | 62-63 | kind: one of the four below                              |
-// | 46-61 | zero                                                     |
-// | 0-45  | deadline tick, or the slab key while `REGISTERED`        |
+// | 0-61  | deadline (µs since the timer's start), or the slab key   |
+// |       | while `REGISTERED`                                       |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -40,7 +40,7 @@ const UNREGISTERED: u64 = 0b00 << 62;
 const REGISTERED: u64 = 0b01 << 62;
 const FIRED: u64 = 0b10 << 62;
 const CANCELLED: u64 = 0b11 << 62;
-const LOW_MASK: u64 = (1 << 46) - 1;
+const LOW_MASK: u64 = (1 << 62) - 1;
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
 ///
@@ -86,6 +86,15 @@ impl Timeout {
         Timeout {
             shard,
             word: UNREGISTERED | tick.min(NEVER),
+        }
+    }
+
+    /// A timeout that completed as it was created (its deadline had
+    /// passed): ready on its first poll, counted as fired, never pending.
+    pub(crate) fn fired(shard: Arc<Shard>, tick: u64) -> Timeout {
+        Timeout {
+            shard,
+            word: FIRED | tick.min(NEVER),
         }
     }
 

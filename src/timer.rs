@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::driver;
 use crate::error::Error;
 use crate::interval::Interval;
-use crate::shard::{far_future, Shared, TaskInner};
+use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 use crate::timeout::{Timeout, WithTimeout};
@@ -130,9 +130,12 @@ impl Timer {
 
     /// A [`Timeout`] that completes `delay` from now.
     ///
-    /// The deadline is rounded up to the next tick: the timeout never
-    /// completes early, and under an unstarved runtime at most one tick late.
-    /// A `delay` so long that the deadline overflows means "never".
+    /// The deadline is kept to the microsecond: the timeout never completes
+    /// early, and completes when a `tokio::time::Sleep` with the same
+    /// deadline would (the runtime's timer has a 1 ms resolution), or, with
+    /// a [tick](Builder::tick) over 1 ms, at the next multiple of the tick.
+    /// A zero `delay` completes on the first poll. A `delay` so long that
+    /// the deadline overflows means "never".
     ///
     /// # Panics
     ///
@@ -157,8 +160,8 @@ impl Timer {
         unwrap(self.try_sleep(delay))
     }
 
-    /// A [`Timeout`] that completes at `deadline`. A deadline in the past
-    /// completes on the first poll.
+    /// A [`Timeout`] that completes at `deadline`. A deadline at or before
+    /// now completes on the first poll, without registering in the wheel.
     ///
     /// # Panics
     ///
@@ -208,7 +211,7 @@ impl Timer {
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Timeout, Error> {
         let tick = self.shared.common.tick_after(delay);
-        self.timeout_at_tick(tick)
+        self.timeout_at_tick(tick, delay.is_zero())
     }
 
     /// Like [`sleep_until`](Timer::sleep_until), but returns an error instead
@@ -230,13 +233,25 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Timeout, Error> {
-        self.timeout_at_tick(self.shared.tick_of(deadline))
+        let due = deadline <= Instant::now();
+        self.timeout_at_tick(self.shared.tick_of(deadline), due)
     }
 
-    fn timeout_at_tick(&self, tick: u64) -> Result<Timeout, Error> {
-        let shard = self.shared.current_shard();
-        self.shared.acquire(shard)?;
-        Ok(Timeout::new(self.shared.shards[shard].clone(), tick))
+    /// A timeout at `tick`; `due` if its deadline is not after the instant
+    /// it is created: it then completes on its first poll and never
+    /// registers (zero delays and past deadlines cost no trip through the
+    /// driver).
+    fn timeout_at_tick(&self, tick: u64, due: bool) -> Result<Timeout, Error> {
+        let shard = &self.shared.shards[self.shared.current_shard()];
+        if due {
+            if self.shared.is_stopped() {
+                return Err(Error::stopped());
+            }
+            AtomicCounts::add(&shard.unlocked.fired);
+            return Ok(Timeout::fired(shard.clone(), tick));
+        }
+        shard.acquire()?;
+        Ok(Timeout::new(shard.clone(), tick))
     }
 
     /// Runs `fut` with a deadline `delay` from now: resolves to its output,
@@ -679,7 +694,9 @@ impl Timer {
         if period.is_zero() {
             return Err(Error::invalid_config("interval period must be non-zero"));
         }
-        let timeout = self.try_sleep_until(start)?;
+        // Not completed at creation even if `start` has passed: the
+        // interval holds its entry for good, and counts as pending.
+        let timeout = self.timeout_at_tick(self.shared.tick_of(start), false)?;
         Ok(Interval::new(timeout, start, period, self.tick()))
     }
 }
@@ -893,7 +910,8 @@ impl Builder {
             })?,
         };
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let shared = Shared::new(tick, tick_ns, wheel_size, ring, shards, self.max_pending);
+        let tick_us = tick_ns.div_ceil(UNIT_NS);
+        let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
         driver::start(&handle, &shared)?;
         Ok(Timer { shared })
     }

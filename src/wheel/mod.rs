@@ -53,9 +53,9 @@ pub(crate) use bitset::BitSet;
 /// A slab key.
 pub(crate) type Key = u32;
 
-/// Ticks at or beyond this are never reached (2^46 ticks: over 2,000 years at
-/// the smallest tick of 1 ms).
-pub(crate) const NEVER: u64 = (1 << 46) - 1;
+/// Times at or beyond this are never reached (2^62 units: over 146,000 years
+/// of microseconds).
+pub(crate) const NEVER: u64 = (1 << 62) - 1;
 
 /// List end.
 const NIL: u32 = u32::MAX;
@@ -134,6 +134,9 @@ enum List {
     Bucket(usize),
     Ring(usize),
     Never,
+    /// Entries at or before `elapsed` not yet popped: the due part of a
+    /// bucket that was only partly due (see [`Wheel::pop_expired`]).
+    Due,
 }
 
 /// One level: list heads and their occupancy.
@@ -159,8 +162,12 @@ pub(crate) struct Wheel<T> {
     buckets: Level,
     ring: Level,
     never: u32,
+    /// Head of the [`List::Due`] list.
+    due: u32,
     /// log2 of the number of buckets.
     shift: u32,
+    /// log2 of the time units per bucket (0: one unit per bucket).
+    res: u32,
     bucket_mask: u64,
     ring_mask: u64,
     elapsed: u64,
@@ -170,14 +177,24 @@ pub(crate) struct Wheel<T> {
 impl<T: Default> Wheel<T> {
     /// A wheel of `buckets` buckets and a round ring of `ring` slots; both
     /// must be powers of two.
+    #[allow(dead_code)] // the timer uses `with_resolution`
     pub(crate) fn new(buckets: usize, ring: usize) -> Wheel<T> {
-        assert!(buckets.is_power_of_two() && ring.is_power_of_two());
+        Wheel::with_resolution(buckets, ring, 0)
+    }
+
+    /// A wheel whose buckets are `2^res` time units wide: times keep their
+    /// full resolution (an entry is due once `now` reaches its own time),
+    /// while buckets and rounds span more time.
+    pub(crate) fn with_resolution(buckets: usize, ring: usize, res: u32) -> Wheel<T> {
+        assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
         Wheel {
             entries: Slab::new(),
             buckets: Level::new(buckets),
             ring: Level::new(ring),
             never: NIL,
+            due: NIL,
             shift: buckets.trailing_zeros(),
+            res,
             bucket_mask: buckets as u64 - 1,
             ring_mask: ring as u64 - 1,
             elapsed: 0,
@@ -296,30 +313,61 @@ impl<T: Default> Wheel<T> {
 
     /// Takes out the next entry due at or before `now`, processing ticks in
     /// order. Returns `None` once every tick up to `now` is processed.
+    ///
+    /// Entries come out bucket by bucket; inside a bucket wider than one
+    /// time unit (see [`with_resolution`](Self::with_resolution)) in no
+    /// particular order.
     pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
         let now = now.min(NEVER - 1);
         loop {
+            if self.due != NIL {
+                return Some(self.expire(self.due));
+            }
             if self.elapsed >= now {
                 return None;
             }
-            if let Some((bucket, tick)) = self.next_bucket() {
-                if tick > now {
+            if let Some((bucket, slot)) = self.next_bucket() {
+                let start = slot << self.res;
+                if start > now {
                     self.elapsed = now;
                     return None;
                 }
-                self.elapsed = tick - 1;
-                let key = self.buckets.heads[bucket];
-                return Some(self.expire(key));
+                let end = start + ((1 << self.res) - 1);
+                if end <= now {
+                    // The whole bucket is due.
+                    self.elapsed = self.elapsed.max(start.saturating_sub(1));
+                    let key = self.buckets.heads[bucket];
+                    return Some(self.expire(key));
+                }
+                // Partly due: move its due entries to the due list.
+                self.split_bucket(bucket, now);
+                self.elapsed = now;
+                continue;
             }
             self.enter_next_round(now);
+        }
+    }
+
+    /// Moves the entries of `bucket` due at or before `now` to the due list.
+    fn split_bucket(&mut self, bucket: usize, now: u64) {
+        let mut key = self.buckets.heads[bucket];
+        while key != NIL {
+            let entry = &self.entries[key as usize];
+            let next = entry.next;
+            if entry.tick() <= now {
+                self.unlink(key);
+                self.linked += 1;
+                self.push(List::Due, key);
+            }
+            key = next;
         }
     }
 
     /// The level-0 buckets of this round are all processed: move the cursor
     /// to the next round that has work, or to `now`, whichever comes first.
     fn enter_next_round(&mut self, now: u64) {
-        let round = (self.elapsed + 1) >> self.shift;
-        let now_round = (now + 1) >> self.shift;
+        let round = self.round_of(self.elapsed + 1);
+        let now_round = self.round_of(now + 1);
         let turns = now_round.saturating_sub(round) / (self.ring_mask + 1);
         let ring_round = if turns > self.linked as u64 {
             // A jump over more turns of the ring than there are entries
@@ -331,7 +379,7 @@ impl<T: Default> Wheel<T> {
         };
         match ring_round {
             Some(next) if next <= now_round => {
-                self.elapsed = (next << self.shift) - 1;
+                self.elapsed = (next << (self.shift + self.res)) - 1;
                 self.cascade(next);
             }
             _ => self.elapsed = now,
@@ -341,7 +389,7 @@ impl<T: Default> Wheel<T> {
     /// The next non-empty bucket of the current round and its tick. Clears
     /// the stale bits of lists that emptied (cancels leave them).
     fn next_bucket(&mut self) -> Option<(usize, u64)> {
-        let next = self.elapsed + 1;
+        let next = (self.elapsed + 1) >> self.res;
         let round = next >> self.shift;
         let from = (next & self.bucket_mask) as usize;
         while let Some(bucket) = self.buckets.occupied.next_set(from) {
@@ -356,7 +404,7 @@ impl<T: Default> Wheel<T> {
     /// The next non-empty ring slot after the current round, and the round
     /// it comes up in. Clears stale bits like [`next_bucket`](Self::next_bucket).
     fn next_ring_slot(&mut self) -> Option<(usize, u64)> {
-        let after = ((self.elapsed + 1) >> self.shift) + 1;
+        let after = self.round_of(self.elapsed + 1) + 1;
         loop {
             let slot = self
                 .ring
@@ -378,7 +426,7 @@ impl<T: Default> Wheel<T> {
             let mut key = self.ring.heads[slot];
             while key != NIL {
                 let entry = &self.entries[key as usize];
-                let round = entry.tick() >> self.shift;
+                let round = self.round_of(entry.tick());
                 earliest = Some(earliest.map_or(round, |e: u64| e.min(round)));
                 key = entry.next;
             }
@@ -397,9 +445,9 @@ impl<T: Default> Wheel<T> {
             let entry = &self.entries[key as usize];
             let next = entry.next;
             let tick = entry.tick();
-            debug_assert!(tick >> self.shift >= round, "an entry missed its round");
-            let list = if tick >> self.shift == round {
-                List::Bucket((tick & self.bucket_mask) as usize)
+            debug_assert!(self.round_of(tick) >= round, "an entry missed its round");
+            let list = if self.round_of(tick) == round {
+                List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
             } else {
                 List::Ring(slot)
             };
@@ -439,11 +487,27 @@ impl<T: Default> Wheel<T> {
     pub(crate) fn next_expiration(&mut self) -> Option<u64> {
         /// Ring entries looked at, at most, to find the exact tick.
         const SCAN: usize = 64;
-        if let Some((_, tick)) = self.next_bucket() {
-            return Some(tick);
+        if self.due != NIL {
+            return Some(self.elapsed);
+        }
+        if let Some((bucket, slot)) = self.next_bucket() {
+            if self.res == 0 {
+                return Some(slot);
+            }
+            // The earliest time in the bucket: it holds at most one
+            // bucket's width of deadlines, each looked at about once
+            // before it is due.
+            let mut earliest = u64::MAX;
+            let mut key = self.buckets.heads[bucket];
+            while key != NIL {
+                let entry = &self.entries[key as usize];
+                earliest = earliest.min(entry.tick());
+                key = entry.next;
+            }
+            return Some(earliest);
         }
         let (slot, next_round) = self.next_ring_slot()?;
-        let round_start = next_round << self.shift;
+        let round_start = next_round << (self.shift + self.res);
         let mut earliest = u64::MAX;
         let mut key = self.ring.heads[slot];
         for _ in 0..SCAN {
@@ -451,7 +515,7 @@ impl<T: Default> Wheel<T> {
                 break;
             }
             let entry = &self.entries[key as usize];
-            if entry.tick() >> self.shift == next_round {
+            if self.round_of(entry.tick()) == next_round {
                 earliest = earliest.min(entry.tick());
             }
             key = entry.next;
@@ -503,6 +567,9 @@ impl<T: Default> Wheel<T> {
         if self.never != NIL {
             return Some(self.never);
         }
+        if self.due != NIL {
+            return Some(self.due);
+        }
         for level in [&mut self.buckets, &mut self.ring] {
             while let Some(i) = level.occupied.next_set(0) {
                 if level.heads[i] != NIL {
@@ -520,13 +587,20 @@ impl<T: Default> Wheel<T> {
 
     /// Where a linked entry due at `tick` lives now.
     fn list_for(&self, tick: u64) -> List {
-        if tick >= NEVER {
+        if tick <= self.elapsed {
+            List::Due
+        } else if tick >= NEVER {
             List::Never
-        } else if tick >> self.shift == (self.elapsed + 1) >> self.shift {
-            List::Bucket((tick & self.bucket_mask) as usize)
+        } else if self.round_of(tick) == self.round_of(self.elapsed + 1) {
+            List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
         } else {
-            List::Ring(((tick >> self.shift) & self.ring_mask) as usize)
+            List::Ring((self.round_of(tick) & self.ring_mask) as usize)
         }
+    }
+
+    /// The round (turn of the wheel) that `time` falls in.
+    fn round_of(&self, time: u64) -> u64 {
+        time >> (self.shift + self.res)
     }
 
     fn link(&mut self, key: Key, tick: u64) {
@@ -548,6 +622,7 @@ impl<T: Default> Wheel<T> {
                 &mut self.ring.heads[i]
             }
             List::Never => &mut self.never,
+            List::Due => &mut self.due,
         };
         let old = std::mem::replace(head, key);
         if old != NIL {
@@ -575,6 +650,7 @@ impl<T: Default> Wheel<T> {
             List::Bucket(i) => &mut self.buckets.heads[i],
             List::Ring(i) => &mut self.ring.heads[i],
             List::Never => &mut self.never,
+            List::Due => &mut self.due,
         };
         debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
         *head = next;
