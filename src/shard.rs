@@ -68,6 +68,8 @@ pub(crate) struct Common {
     pub(crate) wakeups: AtomicU64,
     /// Ticks the driver found itself behind when it woke, summed.
     pub(crate) late_ticks: AtomicU64,
+    /// Times the alarm was armed (see [`Stats::alarm_arms`]).
+    pub(crate) alarm_arms: AtomicU64,
     /// Pending tasks, and a reference to the `Shared` while there are any
     /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
@@ -201,6 +203,7 @@ impl Shared {
             reserved: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
             late_ticks: AtomicU64::new(0),
+            alarm_arms: AtomicU64::new(0),
             keep_alive: Mutex::new((0, None)),
         });
         let shards = (0..shards)
@@ -295,6 +298,7 @@ impl Shared {
             reset: 0,
             driver_wakeups: self.common.wakeups.load(Ordering::Relaxed),
             late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
+            alarm_arms: self.common.alarm_arms.load(Ordering::Relaxed),
         };
         for shard in self.shards.iter() {
             let state = shard.lock();
@@ -427,10 +431,15 @@ impl Common {
                 return;
             }
             let instant = self.alarm_instant(tick);
+            self.alarm_arms.fetch_add(1, Ordering::Relaxed);
             let Alarm { sleep, waker, .. } = alarm;
-            // Already due (an entry registered after its deadline): turn
-            // now rather than at the runtime's next millisecond.
-            let ready = instant <= Instant::now()
+            // An insert already due (registered after its deadline) turns
+            // now rather than at the runtime's next millisecond. The driver's
+            // own re-arm goes through the runtime's timer even when work
+            // came due during the turn: it then rings at the runtime's next
+            // millisecond with whatever else is due, as tokio's own timers
+            // do, rather than turning again and again for each deadline.
+            let ready = !force && instant <= Instant::now()
                 || arming(|| {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
