@@ -18,8 +18,9 @@ use crate::timeout::Timeout;
 /// uses the same 5 ms.
 const TOLERANCE: Duration = Duration::from_millis(5);
 
-/// A stream of ticks, one every `period`, from [`Timer::interval`] and
-/// [`Timer::interval_at`].
+/// A stream of ticks, one every `period`, from
+/// [`Timer::interval`](crate::Timer::interval) and
+/// [`Timer::interval_at`](crate::Timer::interval_at).
 ///
 /// The hashwheel counterpart of `tokio::time::Interval`: one [`Timeout`]
 /// underneath, [reset](Timeout::reset_at) in O(1) after each tick, so an
@@ -30,7 +31,8 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// period`, ...): the value [`tick`](Interval::tick) returns is the instant
 /// the tick was due, never later than when it completes. A tick completes at
 /// or after its instant, never before, and (like every hashwheel deadline)
-/// up to one [timer tick](Timer::tick) after it on an unstarved runtime.
+/// up to one [timer tick](crate::Timer::tick) after it on an unstarved
+/// runtime.
 ///
 /// When ticks are missed (the task polling the interval was busy, or the
 /// runtime stalled), [`MissedTickBehavior`] decides what happens next; the
@@ -40,12 +42,13 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 ///
 /// # Timer stopped
 ///
-/// If the timer is [stopped](Timer::stop) (or its runtime shuts down), no
-/// tick can come any more: [`tick`](Interval::tick) and
+/// If the timer is [stopped](crate::Timer::stop) (or its runtime shuts
+/// down), no tick can come any more: [`tick`](Interval::tick) and
 /// [`poll_tick`](Interval::poll_tick) panic rather than hang, as
-/// [`Timer::sleep`] does on a stopped timer, and the stream ends:
-/// `poll_next` returns `Ready(None)`. Use the stream, or check
-/// [`Timer::is_stopped`], where a loop must outlive the timer.
+/// [`Timer::sleep`](crate::Timer::sleep) does on a stopped timer, and the
+/// stream ends: `poll_next` returns `Ready(None)`. Use the stream, or check
+/// [`Timer::is_stopped`](crate::Timer::is_stopped), where a loop must
+/// outlive the timer.
 ///
 /// # Examples
 ///
@@ -171,7 +174,7 @@ impl Interval {
     /// Completes at the next tick and returns its nominal instant.
     ///
     /// The first tick completes at the interval's start (at once for
-    /// [`Timer::interval`]).
+    /// [`Timer::interval`](crate::Timer::interval)).
     ///
     /// # Cancellation
     ///
