@@ -90,9 +90,16 @@ impl Timer {
     /// A timer with a 1 ms tick, 512 buckets and no pending limit, driven on
     /// the current tokio runtime.
     ///
+    /// One `Timer` per runtime: the driver runs on this runtime, and when the
+    /// runtime shuts down the timer stops for good (a `static` `Timer`
+    /// shared by several `#[tokio::test]`s, each with its own runtime, stops
+    /// with the first).
+    ///
     /// # Panics
     ///
-    /// Outside a tokio runtime. Use [`Timer::builder`] with
+    /// Outside a tokio runtime, or on a runtime without a time driver (built
+    /// without `enable_time()` or `enable_all()`), with the message of the
+    /// error [`Builder::build`] returns. Use [`Timer::builder`] with
     /// [`Builder::handle`] to pick a runtime instead.
     ///
     /// # Examples
@@ -696,6 +703,19 @@ impl fmt::Debug for Timer {
     }
 }
 
+/// Whether the runtime of `handle` has a time driver, which the driver task
+/// sleeps on. Without one the driver would panic on its first sleep and the
+/// timer stop itself, so that every timeout completed at once.
+///
+/// tokio has no query for this. Creating a `Sleep` (which registers only
+/// when polled) panics without a time driver, so the check creates one under
+/// `catch_unwind`: the panic hook reports tokio's message as the check runs,
+/// and a `panic = "abort"` build aborts with it.
+fn has_time_driver(handle: &Handle) -> bool {
+    let _runtime = handle.enter();
+    std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
+}
+
 #[track_caller]
 fn unwrap<T>(res: Result<T, Error>) -> T {
     match res {
@@ -836,8 +856,11 @@ impl Builder {
     ///
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick, a wheel size of 0 or above 2^30, a tick so long that one
-    /// turn of the wheel overflows, a shard count of 0 or above 65,536, or
-    /// no runtime: called outside one without [`handle`](Builder::handle).
+    /// turn of the wheel overflows, a shard count of 0 or above 65,536, no
+    /// runtime (called outside one without [`handle`](Builder::handle)), or
+    /// a runtime without a time driver (built without `enable_time()` or
+    /// `enable_all()`; the check makes tokio panic, caught, so the panic hook
+    /// prints tokio's message).
     ///
     /// # Examples
     ///
@@ -892,6 +915,11 @@ impl Builder {
                 )
             })?,
         };
+        if !has_time_driver(&handle) {
+            return Err(Error::invalid_config(
+                "the runtime has no time driver: build it with enable_time() or enable_all()",
+            ));
+        }
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let shared = Shared::new(tick, tick_ns, wheel_size, ring, shards, self.max_pending);
         let (common, weak) = shared.driver_parts();
