@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use futures::future::select;
 
+use crate::error::StopReason;
 use crate::shard::{far_future, panic_message, stop, wake, Common, Shard, TaskInner};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
@@ -188,7 +189,11 @@ impl Drop for StopOnDrop {
         let (common, shards) = (&*self.0, &*self.1);
         if finished(common, shards).is_none() {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            stop(common, shards.iter().filter_map(Weak::upgrade));
+            stop(
+                common,
+                shards.iter().filter_map(Weak::upgrade),
+                StopReason::RuntimeShutDown,
+            );
         }
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::time::Instant;
 
+use crate::error::{Error, StopReason};
 use crate::shard::far_future;
 use crate::timeout::Timeout;
 
@@ -234,7 +235,11 @@ impl Interval {
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         match self.poll_next_tick(cx) {
             Poll::Ready(Some(instant)) => Poll::Ready(instant),
-            Poll::Ready(None) => panic!("hashwheel: timer is stopped, no interval tick can come"),
+            Poll::Ready(None) => {
+                let reason = self.timeout.timer_stop_reason();
+                let err = Error::stopped(reason.unwrap_or(StopReason::Stopped));
+                panic!("hashwheel: {err}, no interval tick can come")
+            }
             Poll::Pending => Poll::Pending,
         }
     }

@@ -90,8 +90,13 @@
 //! [`Timer::stop`] cancels everything: pending timeouts complete with
 //! [`Timeout::is_cancelled`] true, and the tasks that never ran come back.
 //! If the runtime that runs the driver shuts down, the timer stops the same
-//! way, so no timeout hangs. The driver also ends by itself when every
-//! [`Timer`], [`Timeout`] and pending task is gone.
+//! way, so no timeout hangs, and for good: build one `Timer` per runtime (a
+//! `static` `Timer` shared by several `#[tokio::test]`s, each with a runtime
+//! of its own, stops with the first; later calls panic saying so). A
+//! [`Timer::timeout`] cut short by a stop fails with an [`Elapsed`] whose
+//! [`is_timer_stopped`](Elapsed::is_timer_stopped) is true. The driver also
+//! ends by itself when every [`Timer`], [`Timeout`] and pending task is
+//! gone.
 //!
 //! # More
 //!

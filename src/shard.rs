@@ -9,7 +9,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::Waker;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::error::Error;
+use crate::error::{Error, StopReason};
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::{Expired, Key, Wheel, NEVER};
@@ -43,7 +43,8 @@ pub(crate) struct Common {
     pub(crate) planned: AtomicU64,
     /// Wakes the driver.
     pub(crate) notify: Notify,
-    stopped: AtomicBool,
+    /// `RUNNING`, or why the timer stopped (see [`Common::stop_reason`]).
+    stopped: AtomicU8,
     max_pending: Option<usize>,
     /// Pending count over all shards; kept only under a `max_pending` limit,
     /// so unlimited timers never touch a shared counter.
@@ -123,7 +124,7 @@ impl Shared {
             ticks: Ticks::new(tick_ns),
             planned: AtomicU64::new(u64::MAX),
             notify: Notify::new(),
-            stopped: AtomicBool::new(false),
+            stopped: AtomicU8::new(RUNNING),
             max_pending,
             reserved: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
@@ -250,7 +251,11 @@ impl Shared {
     }
 
     pub(crate) fn stop(&self) -> Vec<Arc<TaskInner>> {
-        stop(&self.common, self.shards.iter().cloned())
+        stop(
+            &self.common,
+            self.shards.iter().cloned(),
+            StopReason::Stopped,
+        )
     }
 }
 
@@ -297,7 +302,16 @@ impl Common {
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
+        self.stopped.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Why the timer stopped, if it did.
+    pub(crate) fn stop_reason(&self) -> Option<StopReason> {
+        match self.stopped.load(Ordering::Acquire) {
+            RUNNING => None,
+            STOPPED => Some(StopReason::Stopped),
+            _ => Some(StopReason::RuntimeShutDown),
+        }
     }
 
     /// A pending entry now waits for `tick`: wake the driver if it planned
@@ -347,8 +361,8 @@ impl Shard {
     /// Counts a new pending timeout or task.
     pub(crate) fn acquire(&self) -> Result<(), Error> {
         let common = &*self.common;
-        if common.is_stopped() {
-            return Err(Error::stopped());
+        if let Some(reason) = common.stop_reason() {
+            return Err(Error::stopped(reason));
         }
         if let Some(max) = common.max_pending {
             if common.reserved.fetch_add(1, Ordering::AcqRel) >= max {
@@ -418,14 +432,23 @@ impl Drop for Shard {
     }
 }
 
-/// Cancels everything pending on `shards` and marks the timer stopped.
-/// Returns the tasks that never ran; wakes every pending timeout, outside
-/// the locks.
+/// Cancels everything pending on `shards` and marks the timer stopped, for
+/// `reason`. Returns the tasks that never ran; wakes every pending timeout,
+/// outside the locks. Only the first stop counts.
 pub(crate) fn stop(
     common: &Common,
     shards: impl Iterator<Item = Arc<Shard>>,
+    reason: StopReason,
 ) -> Vec<Arc<TaskInner>> {
-    if common.stopped.swap(true, Ordering::AcqRel) {
+    let stopped = match reason {
+        StopReason::Stopped => STOPPED,
+        StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
+    };
+    if common
+        .stopped
+        .compare_exchange(RUNNING, stopped, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
         return Vec::new();
     }
     let mut tasks = Vec::new();
@@ -469,6 +492,14 @@ pub(crate) fn stop(
     );
     tasks
 }
+
+/// The states of [`Common::stopped`]: running, or stopped and why. It
+/// leaves `RUNNING` once, in [`stop`].
+const RUNNING: u8 = 0;
+/// Stopped by [`Timer::stop`](crate::Timer::stop).
+const STOPPED: u8 = 1;
+/// Stopped because the runtime that ran the driver shut down.
+const RUNTIME_SHUT_DOWN: u8 = 2;
 
 /// An instant about 30 years out, as tokio uses for "never".
 pub(crate) fn far_future(from: Instant) -> Instant {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use crate::error::Elapsed;
+use crate::error::{Elapsed, StopReason};
 use crate::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::{Key, State, NEVER};
 
@@ -304,6 +304,20 @@ impl Timeout {
         }
     }
 
+    /// Why the timer stopped, if it did.
+    pub(crate) fn timer_stop_reason(&self) -> Option<StopReason> {
+        self.shard.common.stop_reason()
+    }
+
+    /// The error of a deadline that completed: the deadline passed, or the
+    /// timer stopped first (and cancelled it).
+    pub(crate) fn elapsed(&self) -> Elapsed {
+        match self.timer_stop_reason() {
+            Some(reason) if self.is_cancelled() => Elapsed::timer_stopped(reason),
+            _ => Elapsed::deadline(),
+        }
+    }
+
     /// Takes the timeout out of the wheel; returns whether it was pending.
     fn clear(&mut self) -> bool {
         let shard = &*self.shard;
@@ -426,7 +440,8 @@ pin_project! {
     /// comes first.
     ///
     /// `Unpin` when the future is. If the timer stops before the future
-    /// completes, it resolves to [`Elapsed`] too.
+    /// completes, it resolves to an [`Elapsed`] with
+    /// [`is_timer_stopped`](Elapsed::is_timer_stopped) true.
     ///
     /// # Examples
     ///
@@ -561,6 +576,9 @@ impl<F: Future> Future for WithTimeout<F> {
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        Pin::new(this.timeout).poll(cx).map(|()| Err(Elapsed(())))
+        let timeout = this.timeout;
+        Pin::new(&mut *timeout)
+            .poll(cx)
+            .map(|()| Err(timeout.elapsed()))
     }
 }

@@ -252,6 +252,16 @@ impl Timer {
     /// The future is polled before the deadline is checked, so a future that
     /// is ready in time wins a tie.
     ///
+    /// # Errors
+    ///
+    /// [`Elapsed`](crate::Elapsed) once the deadline passes. If the timer
+    /// stops first, by [`stop`](Timer::stop) or because the runtime that ran
+    /// its driver shut down, the deadline can never pass: the future resolves
+    /// at once to an `Elapsed` with
+    /// [`is_timer_stopped`](crate::Elapsed::is_timer_stopped) true, whose
+    /// message says why ("the runtime that ran this timer's driver has shut
+    /// down; build one Timer per runtime").
+    ///
     /// # Panics
     ///
     /// As [`sleep`](Timer::sleep).
@@ -375,10 +385,10 @@ impl Timer {
         self.shared.acquire(shard)?;
         let inner = {
             let mut state = self.shared.lock(shard);
-            if self.shared.is_stopped() {
+            if let Some(reason) = self.shared.common.stop_reason() {
                 drop(state);
                 self.shared.release(shard, 1);
-                return Err(Error::stopped());
+                return Err(Error::stopped(reason));
             }
             let key = state.wheel.vacant_key();
             let inner = Arc::new(TaskInner::new(
@@ -429,6 +439,9 @@ impl Timer {
     /// [`Timeout::is_cancelled`] true. Afterwards [`sleep`](Timer::sleep) and
     /// [`schedule`](Timer::schedule) panic and their `try_` forms return an
     /// error with [`Error::is_stopped`]. Stopping again returns nothing.
+    ///
+    /// The shutdown of the runtime that runs the driver stops the timer the
+    /// same way, for good; the errors and panics then say so.
     ///
     /// # Examples
     ///

@@ -3,7 +3,7 @@
 //! [`TimeoutLayer`] wraps a service in a [`Timeout`] service, the hashwheel
 //! counterpart of `tower::timeout::Timeout`: the same error type
 //! ([`tower::BoxError`] holding an
-//! [`Elapsed`]), but each deadline is one O(1) wheel entry
+//! [`Elapsed`](crate::Elapsed)), but each deadline is one O(1) wheel entry
 //! instead of a boxed `tokio::time::Sleep`.
 //!
 //! Enabled by the `tower` feature.
@@ -40,11 +40,11 @@ use std::time::Duration;
 use ::tower::{BoxError, Layer, Service};
 use pin_project_lite::pin_project;
 
-use crate::error::{Elapsed, Error};
+use crate::error::Error;
 use crate::timer::Timer;
 
 /// A [`Layer`] that wraps services in [`Timeout`]: requests fail with
-/// [`Elapsed`] after a deadline.
+/// [`Elapsed`](crate::Elapsed) after a deadline.
 ///
 /// # Examples
 ///
@@ -118,11 +118,11 @@ impl<S> Layer<S> for TimeoutLayer {
 ///
 /// Each [`call`](Service::call) starts a hashwheel [`Timeout`](crate::Timeout)
 /// beside the inner service's future; the response future resolves to the
-/// inner response, or to an [`Elapsed`] error (boxed as a
+/// inner response, or to an [`Elapsed`](crate::Elapsed) error (boxed as a
 /// [`BoxError`], as `tower::timeout::Timeout` does) if the
 /// deadline comes first, dropping the inner future. The inner service's
 /// errors are boxed and passed on. Readiness is the inner service's. If the
-/// timer stops while a request runs, the request fails with [`Elapsed`] too.
+/// timer stops while a request runs, the request fails with [`Elapsed`](crate::Elapsed) too.
 ///
 /// If the timer is stopped or at its
 /// [`max_pending`](crate::Builder::max_pending) limit, the request is not
@@ -279,7 +279,7 @@ where
 
 pin_project! {
     /// The response future of [`Timeout`]: the inner response, or an
-    /// [`Elapsed`] error once the deadline passes.
+    /// [`Elapsed`](crate::Elapsed) error once the deadline passes.
     ///
     /// `Unpin` when the inner future is. Dropping it drops the inner future
     /// and cancels the deadline.
@@ -332,9 +332,9 @@ where
                 if let Poll::Ready(res) = response.poll(cx) {
                     return Poll::Ready(res.map_err(Into::into));
                 }
-                Pin::new(timeout)
+                Pin::new(&mut *timeout)
                     .poll(cx)
-                    .map(|()| Err(Box::new(Elapsed(())) as BoxError))
+                    .map(|()| Err(Box::new(timeout.elapsed()) as BoxError))
             }
             StateProj::Failed { error } => {
                 let error = error
