@@ -212,8 +212,18 @@ impl Timeout {
 
     /// Moves the deadline to `delay` from now, in O(1). Works whether the
     /// timeout is pending or already fired; a fired timeout becomes pending
-    /// again and can be awaited again. A timeout cancelled by the timer
-    /// stopping stays cancelled.
+    /// again and can be awaited again. The counterpart of tokio's
+    /// `Sleep::reset`, without the `Pin`.
+    ///
+    /// # After the timer stopped
+    ///
+    /// Once the timer is stopped ([`Timer::stop`](crate::Timer::stop), or the
+    /// shutdown of the runtime that ran its driver), `reset` is ignored: no
+    /// driver is left to fire the new deadline. A timeout that already fired
+    /// stays fired ([`is_expired`](Timeout::is_expired) true, ready at once)
+    /// rather than becoming pending for ever, and a pending one stays
+    /// cancelled. Check [`Timer::is_stopped`](crate::Timer::is_stopped) where
+    /// that matters.
     ///
     /// # Examples
     ///
@@ -229,6 +239,14 @@ impl Timeout {
     /// assert!(!t.is_expired());
     /// (&mut t).await;
     /// assert!(t.is_expired());
+    ///
+    /// // Ignored once the timer is stopped: `t` stays fired.
+    /// timer.stop();
+    /// t.reset(Duration::from_secs(10));
+    /// assert!(t.is_expired());
+    /// let start = tokio::time::Instant::now();
+    /// (&mut t).await;
+    /// assert_eq!(start.elapsed(), Duration::ZERO);
     /// # }
     /// ```
     pub fn reset(&mut self, delay: Duration) {
@@ -236,7 +254,8 @@ impl Timeout {
         self.reset_tick(tick);
     }
 
-    /// Moves the deadline to `deadline`, in O(1): as [`reset`](Timeout::reset).
+    /// Moves the deadline to `deadline`, in O(1): as [`reset`](Timeout::reset),
+    /// and like it ignored once the timer is stopped.
     ///
     /// # Examples
     ///
