@@ -294,8 +294,9 @@ fn service(config: &Config) -> Svc {
     }
 }
 
+/// Both layers fail late requests with tower's own `Elapsed`.
 fn timed_out(err: &BoxError) -> bool {
-    err.is::<hashwheel::Elapsed>() || err.is::<tower::timeout::error::Elapsed>()
+    err.is::<tower::timeout::error::Elapsed>()
 }
 
 async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Arc<Stats>) {

@@ -106,8 +106,9 @@
 //!   late ticks, cheap enough to leave on.
 //! * Feature `hyper`: `impl hyper::rt::Timer for Timer`, so hyper 1.x servers
 //!   run their header-read timeout and other sleeps on the wheel.
-//! * Feature `tower`: `tower::TimeoutLayer`, a tower 0.5 middleware that fails
-//!   late requests with [`Elapsed`] inside a `tower::BoxError`.
+//! * Feature `tower`: `tower::TimeoutLayer`, a drop-in for tower 0.5's own
+//!   `TimeoutLayer`: late requests fail with tower's own
+//!   `tower::timeout::error::Elapsed` inside a `tower::BoxError`.
 //!
 #![doc = include_str!("../docs/GUARANTEES.md")]
 #![forbid(unsafe_code)]
