@@ -433,8 +433,9 @@ impl Drop for Shard {
 }
 
 /// Cancels everything pending on `shards` and marks the timer stopped, for
-/// `reason`. Returns the tasks that never ran; wakes every pending timeout,
-/// outside the locks. Only the first stop counts.
+/// `reason`. Returns the tasks that never ran, with their closures unless
+/// the runtime shut down; wakes every pending timeout, outside the locks.
+/// Only the first stop counts.
 pub(crate) fn stop(
     common: &Common,
     shards: impl Iterator<Item = Arc<Shard>>,
@@ -477,8 +478,12 @@ pub(crate) fn stop(
             shard.release_locked(state, drained);
         }
         common.tasks_done(shard_tasks.len());
-        for task in &shard_tasks {
-            drop(task.take_task());
+        if reason == StopReason::RuntimeShutDown {
+            // No one gets these tasks back: free what their closures own.
+            // After `Timer::stop` the caller may take them and run them.
+            for task in &shard_tasks {
+                drop(task.take_task());
+            }
         }
         timeouts += drained - shard_tasks.len();
         wake_all(wakers);

@@ -435,6 +435,11 @@ impl Timer {
     /// Stops the timer: cancels every pending timeout and task, ends the
     /// driver, and returns the tasks that never ran (marked cancelled).
     ///
+    /// Each returned task keeps its closure, as Netty's `stop()` does: run
+    /// it with [`TaskHandle::run`], or take it with
+    /// [`TaskHandle::take_task`] to run it elsewhere; dropping the handles
+    /// drops the closures.
+    ///
     /// Every pending [`Timeout`] is woken and completes, with
     /// [`Timeout::is_cancelled`] true. Afterwards [`sleep`](Timer::sleep) and
     /// [`schedule`](Timer::schedule) panic and their `try_` forms return an

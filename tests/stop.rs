@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::advance;
+use common::{advance, MS};
 use hashwheel::Timer;
 use tokio_test::{assert_pending, assert_ready, task};
 
@@ -227,4 +227,54 @@ fn a_timeout_cut_short_by_runtime_shutdown_says_why() {
         "timer stopped before the deadline: the runtime that ran this timer's driver has \
          shut down; build one Timer per runtime"
     );
+}
+
+/// Regression: `stop` returned handles whose closures were already dropped,
+/// so the tasks that never ran could not be run (Netty's `stop()` hands them
+/// back to run).
+#[tokio::test(start_paused = true)]
+async fn tasks_that_stop_hands_back_can_be_run_once() {
+    let timer = Timer::new();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = |n| {
+        let ran = ran.clone();
+        move || {
+            ran.fetch_add(n, Ordering::SeqCst);
+        }
+    };
+    let pending = timer.schedule(Duration::from_secs(5), counter(1));
+    let cancelled = timer.schedule(Duration::from_secs(5), counter(10));
+    let fired = timer.schedule(MS, counter(100));
+    advance(MS).await;
+    assert_eq!(ran.load(Ordering::SeqCst), 100);
+    assert!(cancelled.cancel());
+    assert!(
+        pending.take_task().is_none(),
+        "a pending task is the timer's"
+    );
+    assert!(!pending.run());
+
+    let never_ran = timer.stop();
+    assert_eq!(never_ran.len(), 1);
+    assert!(!cancelled.run(), "cancel() dropped the closure");
+    assert!(!fired.run(), "it ran already");
+    assert!(never_ran[0].run());
+    assert_eq!(ran.load(Ordering::SeqCst), 101);
+    assert!(!never_ran[0].run(), "once");
+    assert!(pending.take_task().is_none(), "through a clone too");
+    assert_eq!(ran.load(Ordering::SeqCst), 101);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_handed_back_by_stop_frees_its_closure_with_the_last_handle() {
+    let timer = Timer::new();
+    let token = Arc::new(());
+    let held = token.clone();
+    let handle = timer.schedule(Duration::from_secs(5), move || drop(held));
+    let never_ran = timer.stop();
+    assert_eq!(Arc::strong_count(&token), 2, "kept for the caller");
+    drop(never_ran);
+    assert_eq!(Arc::strong_count(&token), 2, "a handle is left");
+    drop(handle);
+    assert_eq!(Arc::strong_count(&token), 1);
 }
