@@ -23,7 +23,7 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// [`Timer::interval`](crate::Timer::interval) and
 /// [`Timer::interval_at`](crate::Timer::interval_at).
 ///
-/// The hashwheel counterpart of `tokio::time::Interval`: one [`Timeout`]
+/// The counterpart of [`tokio::time::Interval`]: one [`Timeout`]
 /// underneath, [reset](Timeout::reset_at) in O(1) after each tick, so an
 /// interval costs one wheel entry however long it runs. It is `Unpin`,
 /// needs no pinning, and implements [`Stream`] with `Item = Instant`.
@@ -103,7 +103,8 @@ pub struct Interval {
 /// | [`Delay`](MissedTickBehavior::Delay) | 35 (reports 20), 45, 55, ... |
 /// | [`Skip`](MissedTickBehavior::Skip) | 35 (reports 20), 40, 50, ... |
 ///
-/// The same semantics as `tokio::time::MissedTickBehavior`.
+/// The counterpart of [`tokio::time::MissedTickBehavior`], with the same
+/// semantics.
 ///
 /// # Examples
 ///

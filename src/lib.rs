@@ -71,6 +71,47 @@
 //! `tokio::time::pause` and `tokio::time::advance` work with hashwheel
 //! exactly as with `tokio::time`.
 //!
+//! # Coming from `tokio::time`
+//!
+//! tokio's timer is reached through free functions; hashwheel's through a
+//! [`Timer`] value with the same names. The one name that moves:
+//! [`Timeout`] is the sleep future (the name hashed wheel timers give it),
+//! so a future *with* a deadline is a [`WithTimeout`].
+//!
+//! | `tokio::time` | hashwheel |
+//! |---|---|
+//! | [`sleep`](tokio::time::sleep), [`sleep_until`](tokio::time::sleep_until) → [`Sleep`](tokio::time::Sleep) | [`Timer::sleep`], [`Timer::sleep_until`] → [`Timeout`] (`Unpin`) |
+//! | `Sleep::reset` (pinned), `Sleep::deadline`, `Sleep::is_elapsed` | [`Timeout::reset_at`] or [`Timeout::reset`], [`Timeout::deadline`], [`Timeout::is_expired`] |
+//! | [`timeout`](tokio::time::timeout), [`timeout_at`](tokio::time::timeout_at) → [`Timeout<F>`](tokio::time::Timeout) | [`Timer::timeout`], [`Timer::timeout_at`] → [`WithTimeout<F>`](WithTimeout) |
+//! | [`error::Elapsed`](tokio::time::error::Elapsed) | [`Elapsed`] |
+//! | [`interval`](tokio::time::interval), [`interval_at`](tokio::time::interval_at) → [`Interval`](tokio::time::Interval), [`MissedTickBehavior`](tokio::time::MissedTickBehavior) | [`Timer::interval`], [`Timer::interval_at`] → [`Interval`], [`MissedTickBehavior`] |
+//! | `tower::timeout::TimeoutLayer` | `hashwheel::tower::TimeoutLayer` (feature `tower`) |
+//! | `hyper_util::rt::TokioTimer` | [`Timer`] itself (feature `hyper`) |
+//! | – | [`Timer::schedule`] → [`TaskHandle`] (Netty's `newTimeout`) |
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use std::time::Duration;
+//!
+//! let timer = hashwheel::Timer::new();
+//! let slow = std::future::pending::<()>();
+//!
+//! // tokio::time::sleep(Duration::from_millis(5)).await;
+//! timer.sleep(Duration::from_millis(5)).await;
+//!
+//! // tokio::time::timeout(Duration::from_millis(5), slow).await.is_err()
+//! assert!(timer.timeout(Duration::from_millis(5), slow).await.is_err());
+//!
+//! // let mut sleep = Box::pin(tokio::time::sleep(Duration::from_secs(1)));
+//! // sleep.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(2));
+//! let mut sleep = timer.sleep(Duration::from_secs(1));
+//! sleep.reset(Duration::from_secs(2));
+//! (&mut sleep).await;
+//! assert!(sleep.is_expired()); // tokio: sleep.is_elapsed()
+//! # }
+//! ```
+//!
 //! # When to pick hashwheel over `tokio::time`
 //!
 //! Pick hashwheel when you hold many timeouts that are mostly cancelled or

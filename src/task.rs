@@ -10,7 +10,8 @@ use tokio::time::Instant;
 use crate::shard::{TaskInner, CANCELLED, EXPIRED, PENDING};
 
 /// A handle to a callback scheduled with
-/// [`Timer::schedule`](crate::Timer::schedule).
+/// [`Timer::schedule`](crate::Timer::schedule): the counterpart of Netty's
+/// `Timeout` (tokio has none).
 ///
 /// Cheap to clone. Dropping it does **not** cancel the task: call
 /// [`cancel`](TaskHandle::cancel).

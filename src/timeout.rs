@@ -44,6 +44,11 @@ const LOW_MASK: u64 = (1 << 46) - 1;
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
 ///
+/// The counterpart of tokio's [`Sleep`](tokio::time::Sleep), the future of
+/// [`tokio::time::sleep`] (the design of hashed wheel timers names it a
+/// timeout). A future *with* a deadline, tokio's
+/// [`tokio::time::Timeout<F>`], is [`WithTimeout`] here.
+///
 /// Created by [`Timer::sleep`](crate::Timer::sleep) and
 /// [`Timer::sleep_until`](crate::Timer::sleep_until). It is `Unpin`, so it
 /// can be kept in a struct and polled or `.await`ed by `&mut` without
@@ -76,6 +81,7 @@ const LOW_MASK: u64 = (1 << 46) - 1;
 /// # }
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
+#[doc(alias = "Sleep")]
 pub struct Timeout {
     shard: Arc<Shard>,
     word: u64,
@@ -112,6 +118,7 @@ impl Timeout {
 
     /// The instant this timeout completes: its deadline rounded up to the
     /// timer's tick. About 30 years out for a timeout that never completes.
+    /// The counterpart of tokio's `Sleep::deadline`.
     ///
     /// # Examples
     ///
@@ -137,9 +144,9 @@ impl Timeout {
         self.shard.common.instant_of(tick)
     }
 
-    /// Whether the timeout reached its deadline. A timeout that was never
-    /// polled is not registered yet and reports `false`, as tokio's `Sleep`
-    /// does.
+    /// Whether the timeout reached its deadline: the counterpart of tokio's
+    /// `Sleep::is_elapsed`. A timeout that was never polled is not
+    /// registered yet and reports `false`, as tokio's `Sleep` does.
     ///
     /// # Examples
     ///
@@ -155,6 +162,7 @@ impl Timeout {
     /// assert!(t.is_expired());
     /// # }
     /// ```
+    #[doc(alias = "is_elapsed")]
     pub fn is_expired(&self) -> bool {
         match self.kind() {
             FIRED => true,
@@ -457,6 +465,9 @@ pin_project! {
     /// A future with a deadline, from [`Timer::timeout`](crate::Timer::timeout):
     /// resolves to the future's output, or to [`Elapsed`] if the deadline
     /// comes first.
+    ///
+    /// The counterpart of tokio's [`tokio::time::Timeout<F>`]; the name
+    /// [`Timeout`] belongs to the sleep future here.
     ///
     /// `Unpin` when the future is. If the timer stops before the future
     /// completes, it resolves to an [`Elapsed`] with

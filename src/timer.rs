@@ -33,6 +33,13 @@ pub(crate) const MAX_SHARDS: usize = 1 << 16;
 /// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
 /// by one tokio task.
 ///
+/// Where tokio's timer is implicit (the runtime's time driver, reached by
+/// the free functions of [`tokio::time`]), hashwheel's is a value: its
+/// methods are those functions. [`sleep`](Timer::sleep) is
+/// [`tokio::time::sleep`], [`timeout`](Timer::timeout) is
+/// [`tokio::time::timeout`], [`interval`](Timer::interval) is
+/// [`tokio::time::interval`], and so on.
+///
 /// Create timeouts with [`sleep`](Timer::sleep) and friends, wrap futures
 /// with [`timeout`](Timer::timeout), run callbacks with
 /// [`schedule`](Timer::schedule). Clones share the same wheels. The driver
@@ -135,7 +142,8 @@ impl Timer {
         Builder::new()
     }
 
-    /// A [`Timeout`] that completes `delay` from now.
+    /// A [`Timeout`] that completes `delay` from now: the counterpart of
+    /// [`tokio::time::sleep`].
     ///
     /// The deadline is rounded up to the next tick: the timeout never
     /// completes early, and under an unstarved runtime at most one tick late.
@@ -164,7 +172,8 @@ impl Timer {
         unwrap(self.try_sleep(delay))
     }
 
-    /// A [`Timeout`] that completes at `deadline`. A deadline in the past
+    /// A [`Timeout`] that completes at `deadline`: the counterpart of
+    /// [`tokio::time::sleep_until`]. A deadline in the past
     /// completes on the first poll.
     ///
     /// # Panics
@@ -249,6 +258,10 @@ impl Timer {
     /// Runs `fut` with a deadline `delay` from now: resolves to its output,
     /// or to [`Elapsed`](crate::Elapsed) if the deadline comes first.
     ///
+    /// The counterpart of [`tokio::time::timeout`]. It returns a
+    /// [`WithTimeout`], tokio's [`Timeout<F>`](tokio::time::Timeout): in
+    /// hashwheel the name [`Timeout`] belongs to the sleep future.
+    ///
     /// The future is polled before the deadline is checked, so a future that
     /// is ready in time wins a tie.
     ///
@@ -285,7 +298,7 @@ impl Timer {
     }
 
     /// Runs `fut` with a deadline: as [`timeout`](Timer::timeout), at an
-    /// instant.
+    /// instant. The counterpart of [`tokio::time::timeout_at`].
     ///
     /// # Panics
     ///
@@ -314,7 +327,9 @@ impl Timer {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
     }
 
-    /// Runs `task` once on the driver after `delay`, Netty style.
+    /// Runs `task` once on the driver after `delay`, Netty style: the
+    /// counterpart of Netty's `HashedWheelTimer.newTimeout`; tokio has none
+    /// (spawn a task that sleeps).
     ///
     /// The task runs on the driver task, so it should be short: spawn
     /// anything longer. A task that panics is caught and reported with
@@ -598,6 +613,7 @@ impl Timer {
     /// An [`Interval`] that ticks every `period`, the first tick at once.
     ///
     /// Same as [`interval_at(Instant::now(), period)`](Timer::interval_at).
+    /// The counterpart of [`tokio::time::interval`].
     ///
     /// # Panics
     ///
@@ -627,7 +643,7 @@ impl Timer {
     }
 
     /// An [`Interval`] whose first tick is at `start`, then one every
-    /// `period`.
+    /// `period`: the counterpart of [`tokio::time::interval_at`].
     ///
     /// # Panics
     ///
