@@ -31,9 +31,8 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// Ticks are reported at their *nominal* instants (`start`, `start +
 /// period`, ...): the value [`tick`](Interval::tick) returns is the instant
 /// the tick was due, never later than when it completes. A tick completes at
-/// or after its instant, never before, and (like every hashwheel deadline)
-/// up to one [timer tick](crate::Timer::tick) after it on an unstarved
-/// runtime.
+/// or after its instant, never before, and as late as every hashwheel
+/// deadline (see [Lateness](crate#lateness)).
 ///
 /// When ticks are missed (the task polling the interval was busy, or the
 /// runtime stalled), [`MissedTickBehavior`] decides what happens next; the

@@ -41,10 +41,16 @@ pub struct Stats {
     /// Times the driver woke up to turn the wheels: as
     /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
     pub driver_wakeups: u64,
-    /// Ticks the driver was behind the clock when it woke, past the tick it
-    /// had planned to wake at, summed over its wake-ups. A tick now and then
-    /// is tokio's own rounding (its timer wakes the driver on a 1 ms grid of
-    /// its own); a steady climb means a starved runtime, whose timeouts fire
-    /// late by as much.
+    /// Whole ticks the driver was behind the clock when it woke, past the
+    /// tick it had planned to wake at, summed over its wake-ups.
+    ///
+    /// This is the driver's own delay only, in whole ticks: it does not show
+    /// the fraction of a tick that every wake-up loses to tokio's rounding
+    /// (tokio wakes the driver on a 1 ms grid of its own), nor the time a
+    /// woken task then waits for a worker. So it stays near zero while
+    /// timeouts fire, on the real clock, a millisecond or more after their
+    /// deadlines (see [Lateness](crate#lateness) for the measured figures).
+    /// A steady climb means a starved runtime, whose timeouts fire late by
+    /// as much more.
     pub late_ticks: u64,
 }

@@ -146,8 +146,10 @@ impl Timer {
     /// [`tokio::time::sleep`].
     ///
     /// The deadline is rounded up to the next tick: the timeout never
-    /// completes early, and under an unstarved runtime at most one tick late.
-    /// A `delay` so long that the deadline overflows means "never".
+    /// completes early. It completes at that tick under paused time, and
+    /// somewhat later on the real clock (1.6 ms after the deadline at the
+    /// median today at a 1 ms tick: see [Lateness](crate#lateness)). A
+    /// `delay` so long that the deadline overflows means "never".
     ///
     /// # Panics
     ///
