@@ -28,7 +28,8 @@
 //!
 //! // Netty-style callbacks, run on the timer's driver task.
 //! let task = timer.schedule(Duration::from_millis(5), || println!("fired"));
-//! # drop(task);
+//! timer.sleep(Duration::from_millis(10)).await; // the task runs meanwhile
+//! assert!(task.is_expired());
 //! # }
 //! ```
 //!
@@ -196,6 +197,11 @@ pub use stats::Stats;
 pub use task::TaskHandle;
 pub use timeout::{Timeout, WithTimeout};
 pub use timer::{Builder, Timer};
+
+/// The README's Rust examples, run as doctests so that they keep working.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 /// Entry points for `cargo fuzz` (see `fuzz/README.md`); compiled only with
 /// `--cfg fuzzing`, never part of the API.
