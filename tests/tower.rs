@@ -1,7 +1,6 @@
 //! The tower `TimeoutLayer`: passes responses and errors through, fails
 //! late requests with tower's own `Elapsed` inside a `BoxError`, never
-//! early.
-#![cfg(feature = "tower")]
+//! early. Needs the `tower` feature (`required-features` in Cargo.toml).
 
 mod common;
 
