@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 use std::task::Waker;
 use std::time::Duration;
 
-use futures::future::select;
+use futures_util::future::select;
 
 use crate::error::StopReason;
 use crate::shard::{far_future, panic_message, stop, wake, Common, Shard, TaskInner};

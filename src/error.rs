@@ -232,7 +232,7 @@ impl Elapsed {
     /// assert!(!err.is_timer_stopped());
     ///
     /// let mut fut = timer.timeout(Duration::from_secs(5), std::future::pending::<()>());
-    /// assert!(futures::poll!(&mut fut).is_pending());
+    /// assert!(futures_util::poll!(&mut fut).is_pending());
     /// timer.stop();
     /// let err = fut.await.unwrap_err();
     /// assert!(err.is_timer_stopped());

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::Stream;
+use futures_core::Stream;
 use tokio::time::Instant;
 
 use crate::error::{Error, StopReason};
@@ -70,7 +70,7 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// use futures::StreamExt;
+/// use futures_util::StreamExt;
 /// use std::time::Duration;
 ///
 /// let timer = hashwheel::Timer::new();

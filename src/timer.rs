@@ -547,7 +547,7 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let mut burst: Vec<_> = (0..1000).map(|_| timer.sleep(Duration::from_secs(9))).collect();
     /// for t in &mut burst {
-    ///     futures::poll!(t); // registers it
+    ///     futures_util::poll!(t); // registers it
     /// }
     /// drop(burst);
     /// assert!(timer.shrink() > 0);

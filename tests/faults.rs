@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use common::{advance, counting_waker, settle, MS};
-use futures::FutureExt;
+use futures_util::FutureExt;
 use hashwheel::{Timeout, Timer};
 use tokio::time::Instant;
 

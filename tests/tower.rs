@@ -191,7 +191,8 @@ async fn works_in_a_service_builder_and_clones() {
 async fn many_requests_leave_nothing_pending() {
     let timer = Timer::new();
     let svc = TimeoutLayer::new(timer.clone(), Duration::from_millis(20)).layer(sleepy(&timer));
-    let results = futures::future::join_all((0..200u64).map(|i| svc.clone().oneshot(i % 40))).await;
+    let results =
+        futures_util::future::join_all((0..200u64).map(|i| svc.clone().oneshot(i % 40))).await;
     let elapsed = results.iter().filter(|r| r.is_err()).count();
     // 0..=19 ms succeed; 20 ms ties go to the response, polled first;
     // 21..=39 ms fail.
