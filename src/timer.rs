@@ -84,6 +84,16 @@ pub struct Timer {
 /// assert_eq!(timer.tick(), Duration::from_millis(10));
 /// # }
 /// ```
+///
+/// Its methods are `#[must_use]`: a chain that never reaches
+/// [`build`](Builder::build) builds nothing, and the compiler says so.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # fn main() {
+/// hashwheel::Timer::builder().tick(std::time::Duration::from_millis(10));
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Builder {
     tick: Duration,
@@ -138,6 +148,7 @@ impl Timer {
     /// assert_eq!(timer.wheel_size(), 64);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn builder() -> Builder {
         Builder::new()
     }
@@ -779,6 +790,7 @@ impl Builder {
     /// assert_eq!(timer.tick(), std::time::Duration::from_millis(1));
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn new() -> Builder {
         Builder {
             tick: MIN_TICK,
@@ -805,6 +817,7 @@ impl Builder {
     /// assert!(hashwheel::Timer::builder().tick(Duration::ZERO).build().is_err());
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn tick(mut self, tick: Duration) -> Builder {
         self.tick = tick;
         self
@@ -822,6 +835,7 @@ impl Builder {
     /// assert_eq!(timer.wheel_size(), 512);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn wheel_size(mut self, buckets: usize) -> Builder {
         self.wheel_size = buckets;
         self
@@ -847,6 +861,7 @@ impl Builder {
     /// assert!(timer.try_sleep(Duration::from_secs(1)).unwrap_err().is_at_capacity());
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn max_pending(mut self, max: usize) -> Builder {
         self.max_pending = Some(max);
         self
@@ -864,6 +879,7 @@ impl Builder {
     /// # drop(timer);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn shards(mut self, shards: usize) -> Builder {
         self.shards = Some(shards);
         self
@@ -881,6 +897,7 @@ impl Builder {
     /// let timer = hashwheel::Timer::builder().handle(rt.handle().clone()).build().unwrap();
     /// rt.block_on(timer.sleep(Duration::from_millis(1)));
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn handle(mut self, handle: Handle) -> Builder {
         self.handle = Some(handle);
         self
