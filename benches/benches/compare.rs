@@ -114,7 +114,7 @@ impl Config {
     fn runs(&self, id: &str) -> bool {
         self.only
             .as_deref()
-            .map_or(true, |only| only.split(',').any(|w| w == id))
+            .is_none_or(|only| only.split(',').any(|w| w == id))
     }
 
     fn from_args() -> Config {
