@@ -34,7 +34,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::error::Error;
+use crate::error::StopReason;
 use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
     TaskInner, AGAIN, IDLE, TURNING,
@@ -55,21 +55,15 @@ enum Fired {
 }
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
-/// its guard task.
-///
-/// # Errors
-///
-/// [`Error::is_invalid_config`] if the runtime has no time driver.
-pub(crate) fn start(handle: &Handle, shared: &Shared) -> Result<(), Error> {
+/// its guard task. The runtime must have a time driver (checked by
+/// [`Builder::build`](crate::Builder::build)).
+pub(crate) fn start(handle: &Handle, shared: &Shared) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
-        let now = tokio::time::Instant::now();
-        catch_unwind(|| Box::pin(tokio::time::sleep_until(far_future(now)))).map_err(|_| {
-            Error::invalid_config(
-                "the runtime has no time driver: build it with `enable_time()` or `enable_all()`",
-            )
-        })?
+        Box::pin(tokio::time::sleep_until(far_future(
+            tokio::time::Instant::now(),
+        )))
     };
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
@@ -87,7 +81,6 @@ pub(crate) fn start(handle: &Handle, shared: &Shared) -> Result<(), Error> {
     let guard = StopOnDrop(Arc::downgrade(&common), shards);
     handle.spawn(wait(guard, common.ended.clone()));
     tracing::debug!(shards = shared.shards.len(), "hashwheel: driver started");
-    Ok(())
 }
 
 /// The guard task: waits until the timer is stopped or gone. If the runtime
@@ -267,7 +260,11 @@ impl Drop for StopOnDrop {
             tracing::debug!(why = "timer stopped", "hashwheel: driver ended");
         } else {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            stop(&common, self.1.iter().filter_map(Weak::upgrade));
+            stop(
+                &common,
+                self.1.iter().filter_map(Weak::upgrade),
+                StopReason::RuntimeShutDown,
+            );
         }
     }
 }

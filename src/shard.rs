@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Waker};
 use std::time::Duration;
@@ -21,7 +21,7 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
-use crate::error::Error;
+use crate::error::{Error, StopReason};
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::{Expired, Key, Wheel, NEVER};
@@ -59,7 +59,8 @@ pub(crate) struct Common {
     pub(crate) turn_state: AtomicU8,
     /// Ends the driver's guard task once the timer is stopped or gone.
     pub(crate) ended: Arc<Notify>,
-    stopped: AtomicBool,
+    /// `RUNNING`, or why the timer stopped (see [`Common::stop_reason`]).
+    stopped: AtomicU8,
     max_pending: Option<usize>,
     /// Pending count over all shards; kept only under a `max_pending` limit,
     /// so unlimited timers never touch a shared counter.
@@ -198,7 +199,7 @@ impl Shared {
             alarm: Mutex::new(None),
             turn_state: AtomicU8::new(IDLE),
             ended: Arc::new(Notify::new()),
-            stopped: AtomicBool::new(false),
+            stopped: AtomicU8::new(RUNNING),
             max_pending,
             reserved: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
@@ -327,7 +328,11 @@ impl Shared {
     }
 
     pub(crate) fn stop(&self) -> Vec<Arc<TaskInner>> {
-        stop(&self.common, self.shards.iter().cloned())
+        stop(
+            &self.common,
+            self.shards.iter().cloned(),
+            StopReason::Stopped,
+        )
     }
 }
 
@@ -384,7 +389,16 @@ impl Common {
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
+        self.stopped.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Why the timer stopped, if it did.
+    pub(crate) fn stop_reason(&self) -> Option<StopReason> {
+        match self.stopped.load(Ordering::Acquire) {
+            RUNNING => None,
+            STOPPED => Some(StopReason::Stopped),
+            _ => Some(StopReason::RuntimeShutDown),
+        }
     }
 
     /// A pending entry now waits for `tick`: arm the alarm earlier if it was
@@ -514,8 +528,8 @@ impl Shard {
     /// Counts a new pending timeout or task.
     pub(crate) fn acquire(&self) -> Result<(), Error> {
         let common = &*self.common;
-        if common.is_stopped() {
-            return Err(Error::stopped());
+        if let Some(reason) = common.stop_reason() {
+            return Err(Error::stopped(reason));
         }
         if let Some(max) = common.max_pending {
             if common.reserved.fetch_add(1, Ordering::AcqRel) >= max {
@@ -584,14 +598,24 @@ impl Drop for Common {
     }
 }
 
-/// Cancels everything pending on `shards` and marks the timer stopped.
-/// Returns the tasks that never ran; wakes every pending timeout, outside
-/// the locks.
+/// Cancels everything pending on `shards` and marks the timer stopped, for
+/// `reason`. Returns the tasks that never ran, with their closures unless
+/// the runtime shut down; wakes every pending timeout, outside the locks.
+/// Only the first stop counts.
 pub(crate) fn stop(
     common: &Common,
     shards: impl Iterator<Item = Arc<Shard>>,
+    reason: StopReason,
 ) -> Vec<Arc<TaskInner>> {
-    if common.stopped.swap(true, Ordering::AcqRel) {
+    let stopped = match reason {
+        StopReason::Stopped => STOPPED,
+        StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
+    };
+    if common
+        .stopped
+        .compare_exchange(RUNNING, stopped, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
         return Vec::new();
     }
     let mut tasks = Vec::new();
@@ -620,8 +644,12 @@ pub(crate) fn stop(
             shard.release_locked(state, drained);
         }
         common.tasks_done(shard_tasks.len());
-        for task in &shard_tasks {
-            drop(task.take_task());
+        if reason == StopReason::RuntimeShutDown {
+            // No one gets these tasks back: free what their closures own.
+            // After `Timer::stop` the caller may take them and run them.
+            for task in &shard_tasks {
+                drop(task.take_task());
+            }
         }
         timeouts += drained - shard_tasks.len();
         wake_all(wakers);
@@ -639,6 +667,14 @@ pub(crate) fn stop(
     );
     tasks
 }
+
+/// The states of [`Common::stopped`]: running, or stopped and why. It
+/// leaves `RUNNING` once, in [`stop`].
+const RUNNING: u8 = 0;
+/// Stopped by [`Timer::stop`](crate::Timer::stop).
+const STOPPED: u8 = 1;
+/// Stopped because the runtime that ran the driver shut down.
+const RUNTIME_SHUT_DOWN: u8 = 2;
 
 /// An instant about 30 years out, as tokio uses for "never".
 pub(crate) fn far_future(from: Instant) -> Instant {

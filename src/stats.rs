@@ -42,11 +42,12 @@ pub struct Stats {
     /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
     pub driver_wakeups: u64,
     /// Whole ticks the driver was behind the deadline it was armed for when
-    /// it woke, summed over its wake-ups. The runtime's timer rings up to
-    /// 1 ms after a deadline (it works in whole milliseconds, for
-    /// `tokio::time::Sleep` too), so with the default 1 ms tick this stays
-    /// near zero on a healthy runtime; a steady climb means a starved
-    /// runtime, whose timeouts fire late by as much.
+    /// it woke, summed over its wake-ups: the driver's own delay. The
+    /// runtime's timer rings up to 1 ms after a deadline (it works in whole
+    /// milliseconds, for `tokio::time::Sleep` too), so with the default 1 ms
+    /// tick this stays near zero on a healthy runtime (see
+    /// [Lateness](crate#lateness) for the measured figures); a steady climb
+    /// means a starved runtime, whose timeouts fire late by as much.
     pub late_ticks: u64,
     /// Times the driver's alarm (one runtime timer per [`Timer`](crate::Timer))
     /// was armed or moved: once after a turn with work left, and once for

@@ -33,6 +33,13 @@ pub(crate) const MAX_SHARDS: usize = 1 << 16;
 /// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
 /// by one tokio task.
 ///
+/// Where tokio's timer is implicit (the runtime's time driver, reached by
+/// the free functions of [`tokio::time`]), hashwheel's is a value: its
+/// methods are those functions. [`sleep`](Timer::sleep) is
+/// [`tokio::time::sleep`], [`timeout`](Timer::timeout) is
+/// [`tokio::time::timeout`], [`interval`](Timer::interval) is
+/// [`tokio::time::interval`], and so on.
+///
 /// Create timeouts with [`sleep`](Timer::sleep) and friends, wrap futures
 /// with [`timeout`](Timer::timeout), run callbacks with
 /// [`schedule`](Timer::schedule). Clones share the same wheels. The driver
@@ -77,6 +84,16 @@ pub struct Timer {
 /// assert_eq!(timer.tick(), Duration::from_millis(10));
 /// # }
 /// ```
+///
+/// Its methods are `#[must_use]`: a chain that never reaches
+/// [`build`](Builder::build) builds nothing, and the compiler says so.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # fn main() {
+/// hashwheel::Timer::builder().tick(std::time::Duration::from_millis(10));
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Builder {
     tick: Duration,
@@ -90,9 +107,16 @@ impl Timer {
     /// A timer with a 1 ms tick, 512 buckets and no pending limit, driven on
     /// the current tokio runtime.
     ///
+    /// One `Timer` per runtime: the driver runs on this runtime, and when the
+    /// runtime shuts down the timer stops for good (a `static` `Timer`
+    /// shared by several `#[tokio::test]`s, each with its own runtime, stops
+    /// with the first).
+    ///
     /// # Panics
     ///
-    /// Outside a tokio runtime. Use [`Timer::builder`] with
+    /// Outside a tokio runtime, or on a runtime without a time driver (built
+    /// without `enable_time()` or `enable_all()`), with the message of the
+    /// error [`Builder::build`] returns. Use [`Timer::builder`] with
     /// [`Builder::handle`] to pick a runtime instead.
     ///
     /// # Examples
@@ -124,16 +148,19 @@ impl Timer {
     /// assert_eq!(timer.wheel_size(), 64);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn builder() -> Builder {
         Builder::new()
     }
 
-    /// A [`Timeout`] that completes `delay` from now.
+    /// A [`Timeout`] that completes `delay` from now: the counterpart of
+    /// [`tokio::time::sleep`].
     ///
     /// The deadline is kept to the microsecond: the timeout never completes
     /// early, and completes when a `tokio::time::Sleep` with the same
     /// deadline would (the runtime's timer has a 1 ms resolution), or, with
-    /// a [tick](Builder::tick) over 1 ms, at the next multiple of the tick.
+    /// a [tick](Builder::tick) over 1 ms, at the next multiple of the tick:
+    /// see [Lateness](crate#lateness) for the figures on the real clock.
     /// A zero `delay` completes on the first poll. A `delay` so long that
     /// the deadline overflows means "never".
     ///
@@ -160,8 +187,9 @@ impl Timer {
         unwrap(self.try_sleep(delay))
     }
 
-    /// A [`Timeout`] that completes at `deadline`. A deadline at or before
-    /// now completes on the first poll, without registering in the wheel.
+    /// A [`Timeout`] that completes at `deadline`: the counterpart of
+    /// [`tokio::time::sleep_until`]. A deadline at or before now completes
+    /// on the first poll, without registering in the wheel.
     ///
     /// # Panics
     ///
@@ -244,8 +272,8 @@ impl Timer {
     fn timeout_at_tick(&self, tick: u64, due: bool) -> Result<Timeout, Error> {
         let shard = &self.shared.shards[self.shared.current_shard()];
         if due {
-            if self.shared.is_stopped() {
-                return Err(Error::stopped());
+            if let Some(reason) = self.shared.common.stop_reason() {
+                return Err(Error::stopped(reason));
             }
             AtomicCounts::add(&shard.unlocked.fired);
             return Ok(Timeout::fired(shard.clone(), tick));
@@ -257,8 +285,22 @@ impl Timer {
     /// Runs `fut` with a deadline `delay` from now: resolves to its output,
     /// or to [`Elapsed`](crate::Elapsed) if the deadline comes first.
     ///
+    /// The counterpart of [`tokio::time::timeout`]. It returns a
+    /// [`WithTimeout`], tokio's [`Timeout<F>`](tokio::time::Timeout): in
+    /// hashwheel the name [`Timeout`] belongs to the sleep future.
+    ///
     /// The future is polled before the deadline is checked, so a future that
     /// is ready in time wins a tie.
+    ///
+    /// # Errors
+    ///
+    /// [`Elapsed`](crate::Elapsed) once the deadline passes. If the timer
+    /// stops first, by [`stop`](Timer::stop) or because the runtime that ran
+    /// its driver shut down, the deadline can never pass: the future resolves
+    /// at once to an `Elapsed` with
+    /// [`is_timer_stopped`](crate::Elapsed::is_timer_stopped) true, whose
+    /// message says why ("the runtime that ran this timer's driver has shut
+    /// down; build one Timer per runtime").
     ///
     /// # Panics
     ///
@@ -283,7 +325,7 @@ impl Timer {
     }
 
     /// Runs `fut` with a deadline: as [`timeout`](Timer::timeout), at an
-    /// instant.
+    /// instant. The counterpart of [`tokio::time::timeout_at`].
     ///
     /// # Panics
     ///
@@ -312,7 +354,9 @@ impl Timer {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
     }
 
-    /// Runs `task` once on the driver after `delay`, Netty style.
+    /// Runs `task` once on the driver after `delay`, Netty style: the
+    /// counterpart of Netty's `HashedWheelTimer.newTimeout`; tokio has none
+    /// (spawn a task that sleeps).
     ///
     /// The task runs on the driver task, so it should be short: spawn
     /// anything longer. A task that panics is caught and reported with
@@ -383,10 +427,10 @@ impl Timer {
         self.shared.acquire(shard)?;
         let inner = {
             let mut state = self.shared.lock(shard);
-            if self.shared.is_stopped() {
+            if let Some(reason) = self.shared.common.stop_reason() {
                 drop(state);
                 self.shared.release(shard, 1);
-                return Err(Error::stopped());
+                return Err(Error::stopped(reason));
             }
             let key = state.wheel.vacant_key();
             let inner = Arc::new(TaskInner::new(
@@ -433,10 +477,18 @@ impl Timer {
     /// Stops the timer: cancels every pending timeout and task, ends the
     /// driver, and returns the tasks that never ran (marked cancelled).
     ///
+    /// Each returned task keeps its closure, as Netty's `stop()` does: run
+    /// it with [`TaskHandle::run`], or take it with
+    /// [`TaskHandle::take_task`] to run it elsewhere; dropping the handles
+    /// drops the closures.
+    ///
     /// Every pending [`Timeout`] is woken and completes, with
     /// [`Timeout::is_cancelled`] true. Afterwards [`sleep`](Timer::sleep) and
     /// [`schedule`](Timer::schedule) panic and their `try_` forms return an
     /// error with [`Error::is_stopped`]. Stopping again returns nothing.
+    ///
+    /// The shutdown of the runtime that runs the driver stops the timer the
+    /// same way, for good; the errors and panics then say so.
     ///
     /// # Examples
     ///
@@ -520,7 +572,7 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let mut burst: Vec<_> = (0..1000).map(|_| timer.sleep(Duration::from_secs(9))).collect();
     /// for t in &mut burst {
-    ///     futures::poll!(t); // registers it
+    ///     futures_util::poll!(t); // registers it
     /// }
     /// drop(burst);
     /// assert!(timer.shrink() > 0);
@@ -588,6 +640,7 @@ impl Timer {
     /// An [`Interval`] that ticks every `period`, the first tick at once.
     ///
     /// Same as [`interval_at(Instant::now(), period)`](Timer::interval_at).
+    /// The counterpart of [`tokio::time::interval`].
     ///
     /// # Panics
     ///
@@ -617,7 +670,7 @@ impl Timer {
     }
 
     /// An [`Interval`] whose first tick is at `start`, then one every
-    /// `period`.
+    /// `period`: the counterpart of [`tokio::time::interval_at`].
     ///
     /// # Panics
     ///
@@ -713,6 +766,19 @@ impl fmt::Debug for Timer {
     }
 }
 
+/// Whether the runtime of `handle` has a time driver, which the driver task
+/// sleeps on. Without one the driver would panic on its first sleep and the
+/// timer stop itself, so that every timeout completed at once.
+///
+/// tokio has no query for this. Creating a `Sleep` (which registers only
+/// when polled) panics without a time driver, so the check creates one under
+/// `catch_unwind`: the panic hook reports tokio's message as the check runs,
+/// and a `panic = "abort"` build aborts with it.
+fn has_time_driver(handle: &Handle) -> bool {
+    let _runtime = handle.enter();
+    std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
+}
+
 #[track_caller]
 fn unwrap<T>(res: Result<T, Error>) -> T {
     match res {
@@ -740,6 +806,7 @@ impl Builder {
     /// assert_eq!(timer.tick(), std::time::Duration::from_millis(1));
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn new() -> Builder {
         Builder {
             tick: MIN_TICK,
@@ -766,6 +833,7 @@ impl Builder {
     /// assert!(hashwheel::Timer::builder().tick(Duration::ZERO).build().is_err());
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn tick(mut self, tick: Duration) -> Builder {
         self.tick = tick;
         self
@@ -783,6 +851,7 @@ impl Builder {
     /// assert_eq!(timer.wheel_size(), 512);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn wheel_size(mut self, buckets: usize) -> Builder {
         self.wheel_size = buckets;
         self
@@ -808,6 +877,7 @@ impl Builder {
     /// assert!(timer.try_sleep(Duration::from_secs(1)).unwrap_err().is_at_capacity());
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn max_pending(mut self, max: usize) -> Builder {
         self.max_pending = Some(max);
         self
@@ -825,6 +895,7 @@ impl Builder {
     /// # drop(timer);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn shards(mut self, shards: usize) -> Builder {
         self.shards = Some(shards);
         self
@@ -842,6 +913,7 @@ impl Builder {
     /// let timer = hashwheel::Timer::builder().handle(rt.handle().clone()).build().unwrap();
     /// rt.block_on(timer.sleep(Duration::from_millis(1)));
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn handle(mut self, handle: Handle) -> Builder {
         self.handle = Some(handle);
         self
@@ -853,8 +925,11 @@ impl Builder {
     ///
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick, a wheel size of 0 or above 2^30, a tick so long that one
-    /// turn of the wheel overflows, a shard count of 0 or above 65,536, or
-    /// no runtime: called outside one without [`handle`](Builder::handle).
+    /// turn of the wheel overflows, a shard count of 0 or above 65,536, no
+    /// runtime (called outside one without [`handle`](Builder::handle)), or
+    /// a runtime without a time driver (built without `enable_time()` or
+    /// `enable_all()`; the check makes tokio panic, caught, so the panic hook
+    /// prints tokio's message).
     ///
     /// # Examples
     ///
@@ -909,10 +984,15 @@ impl Builder {
                 )
             })?,
         };
+        if !has_time_driver(&handle) {
+            return Err(Error::invalid_config(
+                "the runtime has no time driver: build it with enable_time() or enable_all()",
+            ));
+        }
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let tick_us = tick_ns.div_ceil(UNIT_NS);
         let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
-        driver::start(&handle, &shared)?;
+        driver::start(&handle, &shared);
         Ok(Timer { shared })
     }
 }

@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use common::{advance, counting_waker, settle, MS};
-use futures::FutureExt;
+use futures_util::FutureExt;
 use hashwheel::{Timeout, Timer};
 use tokio::time::Instant;
 
@@ -285,6 +285,7 @@ fn check_leftovers(mut l: Leftovers) {
     assert!(l.task.is_cancelled());
     assert!(!l.task.cancel());
     assert_eq!(Arc::strong_count(&l.token), 1, "the task's closure leaked");
+    assert!(l.task.take_task().is_none(), "no one gets it back");
     // Nothing new can be created, and nothing panics.
     assert!(l.timer.try_sleep(MS).unwrap_err().is_stopped());
     assert!(l.timer.try_schedule(MS, || {}).unwrap_err().is_stopped());
