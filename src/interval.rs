@@ -14,9 +14,9 @@ use crate::shard::far_future;
 use crate::timeout::Timeout;
 
 /// How late a tick may complete and still count as on time, on top of one
-/// timer tick (a deadline is rounded up to the tick, so a timeout that fires
-/// on time may already be up to one tick past its nominal instant). tokio
-/// uses the same 5 ms.
+/// timer tick (with a coarse tick a timeout fires on the tick's grid, so one
+/// that fires on time may already be up to one tick past its nominal
+/// instant). tokio uses the same 5 ms.
 const TOLERANCE: Duration = Duration::from_millis(5);
 
 /// A stream of ticks, one every `period`, from
@@ -81,8 +81,7 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 #[must_use = "streams do nothing unless polled"]
 pub struct Interval {
     timeout: Timeout,
-    /// The nominal instant of the next tick; the timeout waits for it,
-    /// rounded up to the timer's tick.
+    /// The nominal instant of the next tick; the timeout waits for it.
     next: Instant,
     period: Duration,
     /// How late a tick may be and still count as on time.

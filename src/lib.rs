@@ -26,7 +26,7 @@
 //! let res = timer.timeout(Duration::from_millis(50), async { 42 }).await;
 //! assert_eq!(res, Ok(42));
 //!
-//! // Netty-style callbacks, run on the timer's driver task.
+//! // Netty-style callbacks, run by the timer's driver.
 //! let task = timer.schedule(Duration::from_millis(5), || println!("fired"));
 //! timer.sleep(Duration::from_millis(10)).await; // the task runs meanwhile
 //! assert!(task.is_expired());
@@ -35,38 +35,45 @@
 //!
 //! # How the wheel works
 //!
-//! Time is cut into **ticks** ([`Builder::tick`], 1 ms by default) and every
-//! deadline is rounded *up* to a tick, so nothing fires early. A wheel has
-//! [`wheel_size`](Builder::wheel_size) **buckets** (512 by default, a power
-//! of two); tick `t` belongs to bucket `t % wheel_size`, and one turn of the
-//! wheel is a **round** of `wheel_size` ticks.
+//! Every deadline is kept to the **microsecond** (rounded up, so nothing
+//! fires early). Time is cut into **buckets** one [tick](Builder::tick)
+//! wide (1 ms by default, rounded up to a power of two of microseconds:
+//! 1,024 µs); a wheel has [`wheel_size`](Builder::wheel_size) of them (512
+//! by default, a power of two), and one turn of the wheel is a **round**.
 //!
 //! * A timeout due in the current round sits in its bucket. A bucket is a
 //!   doubly linked list threaded through a slab of 32-byte entries by key: no
 //!   allocation per timeout once the slab has grown, no pointers, no
-//!   `unsafe`.
+//!   `unsafe`. Each entry keeps its own deadline: a bucket only partly due
+//!   gives up just its due entries.
 //! * A timeout due in a later round waits in a **round ring** slot keyed by
 //!   its round number, and moves into its bucket when its round begins.
 //!   Netty's wheel stores a remaining-rounds counter in every entry and
 //!   decrements it on every pass, visiting every far timeout on every turn;
 //!   here the ring counts the rounds, so a turn visits only what is due
 //!   (plus, once per turn of the ring, timeouts more than a ring away).
-//! * One tokio task, the **driver**, turns the wheels. It sleeps until the
-//!   next tick that has work (found with occupancy bit sets), not on every
-//!   tick, and not at all while nothing is pending. It wakes expired tasks in
-//!   batches after releasing the lock. If the runtime starves it, it catches
-//!   up on every missed tick in order.
+//! * The **driver** turns the wheels. It is no task: it arms one runtime
+//!   timer (a `tokio::time::Sleep`) for the earliest deadline with work
+//!   (found with occupancy bit sets), and turns when the runtime's timer
+//!   fires it, inside the runtime's own timer processing. So the wakes it
+//!   makes are batched by the runtime exactly as those of `tokio::time` are
+//!   (no worker is unparked per wake), and a timeout completes when a
+//!   `tokio::time::Sleep` with the same deadline would. Nothing pending,
+//!   nothing armed: no wake-ups at all. It wakes expired tasks in batches
+//!   after releasing the lock. If the runtime starves it, it catches up on
+//!   everything overdue, bucket by bucket. With a tick over 1 ms it rings
+//!   only on multiples of the tick: coarser ticks batch more.
 //! * Each thread works on its own **shard** (wheel + lock), so threads
 //!   rarely contend; a timeout stays on the shard it was created on.
 //!
 //! | operation | cost |
 //! |---|---|
-//! | [`Timer::sleep`] | one clock read, no lock (the timeout registers on its first poll) |
+//! | [`Timer::sleep`] | one clock read, no lock (the timeout registers on its first poll; a zero delay never registers) |
 //! | first poll | one uncontended lock, a slab insert and a list push |
 //! | drop / [`Timeout::cancel`] | one lock, a list unlink and a slab remove |
 //! | [`Timeout::reset`] | one clock read, one lock, an unlink and a push |
 //! | expiry | per due entry: an unlink and a wake, outside the lock |
-//! | a turn with nothing due | nothing: the driver is asleep |
+//! | a turn with nothing due | nothing: the alarm is not armed for it |
 //!
 //! Time comes from [`tokio::time::Instant`], so `#[tokio::test(start_paused = true)]`,
 //! `tokio::time::pause` and `tokio::time::advance` work with hashwheel
@@ -123,21 +130,25 @@
 //! ([`Timer::schedule`]), a pending limit ([`Builder::max_pending`]) and
 //! [`Timer::stop`].
 //!
-//! Stay with `tokio::time` when you need sub-millisecond resolution (the
-//! smallest tick is 1 ms), the tightest [lateness](#lateness), or hold only
-//! a handful of timers.
+//! Stay with `tokio::time` when you hold only a handful of timers. Neither
+//! gives sub-millisecond resolution: both ride the runtime's 1 ms timer.
 //!
 //! # Lateness
 //!
-//! A timeout never fires before its deadline. Under paused time it fires
-//! exactly at its tick (its deadline rounded up to [`Builder::tick`]). On
-//! the real clock it fires later: the driver's own sleep is rounded up again
-//! to tokio's 1 ms grid, and the woken task waits its turn for a worker.
-//! Measured today (workload W4 in the repository's `BENCHMARKS.md`: 100,000
-//! tasks each awaiting a deadline spread over one second, on a 2-worker
-//! runtime, 1 ms tick), a timeout completes **1.63 ms after its deadline at
-//! the median and 3.52 ms at p99** (max 5.8 ms), against 1.13 ms and 2.19 ms
-//! for `tokio::time` in the same run. A busy or starved runtime adds its own
+//! A timeout never fires before its deadline. It fires when a
+//! `tokio::time::Sleep` with the same deadline would: the runtime's timer
+//! works in whole milliseconds, and the driver arms it at the deadline
+//! itself, adding no rounding of its own (with a tick over 1 ms, at the next
+//! multiple of the tick). Under paused time that is the same instant as
+//! tokio's, and a timeout made due by `tokio::time::advance` has been woken
+//! by the time `advance` returns. When the driver turns it fires everything
+//! whose deadline has passed, so a timeout often fires a little before the
+//! runtime's millisecond would have fired a `Sleep`. Measured (workload W4
+//! in the repository's `BENCHMARKS.md`: 100,000 tasks each awaiting a
+//! deadline spread over one second, on a 2-worker runtime, 1 ms tick), a
+//! timeout completes **LATE_P50 ms after its deadline at the median and
+//! LATE_P99 ms at p99**, against TOKIO_P50 ms and TOKIO_P99 ms for
+//! `tokio::time` in the same run. A busy or starved runtime adds its own
 //! delay to both; [`Stats::late_ticks`] shows the driver's part of it.
 //!
 //! # Stopping and shutdown

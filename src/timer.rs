@@ -31,7 +31,7 @@ const MIN_RING: usize = 64;
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
-/// by one tokio task.
+/// inside the runtime's own timer processing.
 ///
 /// Where tokio's timer is implicit (the runtime's time driver, reached by
 /// the free functions of [`tokio::time`]), hashwheel's is a value: its
@@ -358,8 +358,9 @@ impl Timer {
     /// counterpart of Netty's `HashedWheelTimer.newTimeout`; tokio has none
     /// (spawn a task that sleeps).
     ///
-    /// The task runs on the driver task, so it should be short: spawn
-    /// anything longer. A task that panics is caught and reported with
+    /// The task runs on the driver, inside the runtime's timer processing on
+    /// one of its threads, so it should be short: spawn anything longer (a
+    /// slow task delays every other timeout of the timer). A task that panics is caught and reported with
     /// `tracing::warn!`; the timer goes on. Dropping the returned
     /// [`TaskHandle`] does not cancel the task; [`TaskHandle::cancel`] does.
     /// A pending task keeps the driver running even after every `Timer` is
@@ -529,7 +530,8 @@ impl Timer {
         self.shared.is_stopped()
     }
 
-    /// The tick: the resolution of every deadline.
+    /// The tick: the width of a bucket and the driver's unit of batching
+    /// (see [`Builder::tick`]).
     ///
     /// # Examples
     ///
@@ -817,8 +819,16 @@ impl Builder {
         }
     }
 
-    /// The tick: deadlines are rounded up to it. Ticks under 1 ms are raised
-    /// to 1 ms (tokio's own resolution) with a `tracing` warning; zero is an
+    /// The tick: the width of a bucket, and the driver's unit of batching.
+    ///
+    /// Deadlines keep their microseconds whatever the tick. With the
+    /// default 1 ms (the runtime timer's own resolution) the timer adds no
+    /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
+    /// deadline would. A coarser tick batches: the driver turns at most once
+    /// per tick, on multiples of the tick since the timer was built, so a
+    /// timeout fires at the first of them at or after its deadline (at most
+    /// one tick late), and far fewer wake-ups serve many timeouts. Ticks
+    /// under 1 ms are raised to 1 ms with a `tracing` warning; zero is an
     /// error.
     ///
     /// # Examples
@@ -901,7 +911,8 @@ impl Builder {
         self
     }
 
-    /// The runtime that runs the driver task. Defaults to the current one.
+    /// The runtime whose timer turns the wheels (and that runs the driver's
+    /// guard task). Defaults to the current one.
     ///
     /// # Examples
     ///
