@@ -39,10 +39,15 @@ use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
     TaskInner, AGAIN, IDLE, TURNING,
 };
+use crate::wheel::NEVER;
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
 const BATCH: usize = 32;
+
+/// Timeouts expired in one turn from which the driver batches: its next
+/// turn comes half a tick later at the soonest.
+const LOAD: usize = 32;
 
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
@@ -173,10 +178,22 @@ impl Driver {
                 tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
             }
         }
-        let next = turn(common, &self.shards, now, batch);
+        let (next, expired) = turn(common, &self.shards, now, batch);
         let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
-        tracing::trace!(now, next = target, "hashwheel: turned the wheels");
-        common.arm(target, true);
+        tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
+        // Under load, batch: after a turn that expired many timeouts the
+        // next comes half a tick later at the soonest, so that each turn
+        // (and the wakes, steals and parks it sets off in the runtime)
+        // serves more timeouts: on W9 this saved about a fifth of the CPU
+        // and a third of the context switches, and kept the median lateness
+        // under tokio's (a whole tick put it 0.13 ms above). On a light
+        // load the alarm rings at the deadline itself.
+        let alarm = if expired >= LOAD && target < NEVER {
+            target.max(now + common.tick_us / 2)
+        } else {
+            target
+        };
+        common.arm(alarm, true);
         target
     }
 }
@@ -184,8 +201,9 @@ impl Driver {
 /// Expires everything due at or before `now` on every live shard, in
 /// batches, waking outside the lock. Returns the earliest tick with work
 /// left.
-fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired>) -> u64 {
+fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired>) -> (u64, usize) {
     let mut next = u64::MAX;
+    let mut total = 0;
     for (index, shard) in shards.iter().enumerate() {
         let Some(shard) = shard.upgrade() else {
             continue;
@@ -216,6 +234,7 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
                 (expired < BATCH).then(|| state.wheel.next_expiration())
             };
             common.tasks_done(tasks);
+            total += expired;
             if expired > 0 {
                 tracing::trace!(shard = index, expired, "hashwheel: expired");
             }
@@ -231,7 +250,7 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             }
         }
     }
-    next
+    (next, total)
 }
 
 fn run_task(task: &TaskInner) {

@@ -61,7 +61,10 @@
 //!   `tokio::time::Sleep` with the same deadline would. Nothing pending,
 //!   nothing armed: no wake-ups at all. It wakes expired tasks in batches
 //!   after releasing the lock. If the runtime starves it, it catches up on
-//!   everything overdue, bucket by bucket. With a tick over 1 ms it rings
+//!   everything overdue, bucket by bucket. Under load (a turn that expired
+//!   32 timeouts or more) its next turn comes half a tick later at the
+//!   soonest, so that each turn, and the wakes, steals and parks it sets off
+//!   in the runtime, serves more timeouts. With a tick over 1 ms it rings
 //!   only on multiples of the tick: coarser ticks batch more.
 //! * Each thread works on its own **shard** (wheel + lock), so threads
 //!   rarely contend; a timeout stays on the shard it was created on.
@@ -135,11 +138,12 @@
 //!
 //! # Lateness
 //!
-//! A timeout never fires before its deadline. It fires when a
-//! `tokio::time::Sleep` with the same deadline would: the runtime's timer
+//! A timeout never fires before its deadline. On a light load it fires when
+//! a `tokio::time::Sleep` with the same deadline would: the runtime's timer
 //! works in whole milliseconds, and the driver arms it at the deadline
 //! itself, adding no rounding of its own (with a tick over 1 ms, at the next
-//! multiple of the tick). Under paused time that is the same instant as
+//! multiple of the tick). Under load the driver batches its turns half a
+//! tick apart, which may add up to a tick. Under paused time that is the same instant as
 //! tokio's, and a timeout made due by `tokio::time::advance` has been woken
 //! by the time `advance` returns. When the driver turns it fires everything
 //! whose deadline has passed, so a timeout often fires a little before the

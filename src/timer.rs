@@ -157,9 +157,10 @@ impl Timer {
     /// [`tokio::time::sleep`].
     ///
     /// The deadline is kept to the microsecond: the timeout never completes
-    /// early, and completes when a `tokio::time::Sleep` with the same
-    /// deadline would (the runtime's timer has a 1 ms resolution), or, with
-    /// a [tick](Builder::tick) over 1 ms, at the next multiple of the tick:
+    /// early, and on a light load completes when a `tokio::time::Sleep` with
+    /// the same deadline would (the runtime's timer has a 1 ms resolution),
+    /// or, with a [tick](Builder::tick) over 1 ms, at the next multiple of
+    /// the tick (under load, up to a tick later):
     /// see [Lateness](crate#lateness) for the figures on the real clock.
     /// A zero `delay` completes on the first poll. A `delay` so long that
     /// the deadline overflows means "never".
@@ -823,8 +824,10 @@ impl Builder {
     ///
     /// Deadlines keep their microseconds whatever the tick. With the
     /// default 1 ms (the runtime timer's own resolution) the timer adds no
-    /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
-    /// deadline would. A coarser tick batches: the driver turns at most once
+    /// rounding: on a light load a timeout fires when a `tokio::time::Sleep`
+    /// with the same deadline would; under load (a turn that expired 32
+    /// timeouts or more) the next turn comes half a tick later at the
+    /// soonest. A coarser tick batches: the driver turns at most once
     /// per tick, on multiples of the tick since the timer was built, so a
     /// timeout fires at the first of them at or after its deadline (at most
     /// one tick late), and far fewer wake-ups serve many timeouts. Ticks
