@@ -114,27 +114,42 @@
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "tokio")]
 mod driver;
+#[cfg(feature = "tokio")]
 mod error;
 #[cfg(feature = "hyper")]
 mod hyper;
+#[cfg(feature = "tokio")]
 mod interval;
+#[cfg(feature = "tokio")]
 mod shard;
+#[cfg(feature = "tokio")]
 mod stats;
+#[cfg(feature = "tokio")]
 mod task;
+#[cfg(feature = "tokio")]
 mod ticks;
+#[cfg(feature = "tokio")]
 mod timeout;
+#[cfg(feature = "tokio")]
 mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
-mod wheel;
+pub mod wheel;
 
+#[cfg(feature = "tokio")]
 pub use error::{Elapsed, Error};
+#[cfg(feature = "tokio")]
 pub use interval::{Interval, MissedTickBehavior};
+#[cfg(feature = "tokio")]
 pub use stats::Stats;
+#[cfg(feature = "tokio")]
 pub use task::TaskHandle;
+#[cfg(feature = "tokio")]
 pub use timeout::{Timeout, WithTimeout};
+#[cfg(feature = "tokio")]
 pub use timer::{Builder, Timer};
 
 /// Entry points for `cargo fuzz` (see `fuzz/README.md`); compiled only with
@@ -143,8 +158,11 @@ pub use timer::{Builder, Timer};
 #[doc(hidden)]
 pub mod fuzzing {
     /// Decodes `data` into operations on one wheel and checks each against
-    /// a reference model; panics with a shrunk reproduction on a mismatch.
+    /// a reference model, twice: as the timer uses the wheel's core, and
+    /// through the public [`Wheel`](crate::wheel::Wheel); panics with a
+    /// shrunk reproduction on a mismatch.
     pub fn wheel(data: &[u8]) {
         crate::wheel::model::check_bytes(data);
+        crate::wheel::keyed_model::check_bytes(data);
     }
 }

@@ -46,6 +46,13 @@ impl BitSet {
         }
     }
 
+    /// Clears every bit.
+    pub(crate) fn clear_all(&mut self) {
+        for level in &mut self.levels {
+            level.fill(0);
+        }
+    }
+
     /// The first set index at or after `from`, without wrapping.
     pub(crate) fn next_set(&self, from: usize) -> Option<usize> {
         self.next_in(0, from)
