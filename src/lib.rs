@@ -115,6 +115,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "tokio")]
+pub mod delay_queue;
+#[cfg(feature = "tokio")]
 mod driver;
 #[cfg(feature = "tokio")]
 mod error;
@@ -139,6 +141,8 @@ mod timer;
 pub mod tower;
 pub mod wheel;
 
+#[cfg(feature = "tokio")]
+pub use delay_queue::DelayQueue;
 #[cfg(feature = "tokio")]
 pub use error::{Elapsed, Error};
 #[cfg(feature = "tokio")]

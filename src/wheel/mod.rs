@@ -298,6 +298,21 @@ impl<T> Wheel<T> {
         Some(slot.value)
     }
 
+    /// Removes the entry `key` names and returns it whole, with its key as
+    /// handed out and its tick; `None` if the key is stale.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn remove_entry(&mut self, key: Key) -> Option<Expired<T>> {
+        let at = self.find(key)?;
+        let tick = public_tick(self.raw.tick(at));
+        let (_, slot) = self.raw.remove(at);
+        self.forget(slot.generation);
+        Some(Expired {
+            key,
+            tick,
+            value: slot.value,
+        })
+    }
+
     /// Moves the entry `key` names to `tick` (due at once if `tick` is at or
     /// before the last tick polled). Returns `false`, and does nothing, if
     /// the key is stale.
