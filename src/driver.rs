@@ -1,30 +1,44 @@
-//! The driver: the one tokio task that reads the clock, turns the wheels and
-//! wakes what expired, outside the locks.
+//! The driver: it reads the clock, turns the wheels and wakes what expired,
+//! outside the locks.
 //!
-//! It holds the timer only through a `Weak`, and sleeps until the next tick
-//! that has work: never on empty ticks, and not at all while nothing is
-//! pending. An insert earlier than its planned wake-up notifies it (see
-//! [`Shared::note_deadline`]).
+//! It is no task. Its alarm is a runtime `Sleep` (in [`Common::alarm`])
+//! polled with the driver's own waker, so the runtime's timer calls the
+//! driver while it processes its own timers, and the wakes the driver makes
+//! there are batched by the runtime exactly like those of `tokio::time`: no
+//! worker is unparked per wake. After each turn the driver re-arms the
+//! alarm for the next tick with work; with nothing pending it leaves it
+//! disarmed and costs nothing. An insert earlier than the armed tick arms
+//! it earlier itself (see [`Common::note_deadline`]).
+//!
+//! A small guard task does nothing but wait: the runtime drops it when it
+//! shuts down, and the guard then stops the timer so that no timeout hangs.
 //!
 //! # Why no wake-up is lost
 //!
-//! Before turning the wheels the driver sets `planned` to `u64::MAX`, so
-//! every insert from then on lowers it and notifies. After turning, it
-//! lowers `planned` to the earliest work it found (`fetch_min`, so an insert
-//! it missed is kept) and sleeps until the result, or until notified; a
-//! notification sent while it was not waiting is kept as a permit.
+//! Turns never overlap: [`Common::turn_state`] lets one caller turn and
+//! makes any wake that comes meanwhile turn once more. Before a turn the
+//! driver sets `planned` to `u64::MAX`, so every insert from then on lowers
+//! it. After turning, it lowers `planned` to the earliest work it found
+//! (`fetch_min`, so an insert it missed is kept), arms the alarm for the
+//! result, and marks itself idle; then it arms again if an insert lowered
+//! `planned` after that (such an insert saw the turn and left the arming to
+//! it). An alarm whose tick has already passed completes at once and turns
+//! again.
 
-use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::task::Waker;
+use std::task::{Wake, Waker};
 use std::time::Duration;
 
-use futures::future::select;
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
 
-use crate::shard::{far_future, panic_message, stop, wake, Common, Shard, TaskInner};
+use crate::error::Error;
+use crate::shard::{
+    far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
+    TaskInner, AGAIN, IDLE, TURNING,
+};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
@@ -40,65 +54,137 @@ enum Fired {
     Task(Arc<TaskInner>),
 }
 
-/// The driver task. Its drop guard exists from the call on, not from the
-/// first poll: a runtime may shut down before it ever polls the task.
-pub(crate) fn run(common: Arc<Common>, shards: Box<[Weak<Shard>]>) -> impl Future<Output = ()> {
-    // If the runtime drops this task while the timer lives (it shut down),
-    // nothing will fire any more: stop the timer so every pending timeout
-    // completes instead of hanging.
-    drive(StopOnDrop(common, shards))
+/// Starts the driver of `shared` on `handle`: creates its alarm and spawns
+/// its guard task.
+///
+/// # Errors
+///
+/// [`Error::is_invalid_config`] if the runtime has no time driver.
+pub(crate) fn start(handle: &Handle, shared: &Shared) -> Result<(), Error> {
+    let (common, shards) = shared.driver_parts();
+    let sleep = {
+        let _entered = handle.enter();
+        let now = tokio::time::Instant::now();
+        catch_unwind(|| Box::pin(tokio::time::sleep_until(far_future(now)))).map_err(|_| {
+            Error::invalid_config(
+                "the runtime has no time driver: build it with `enable_time()` or `enable_all()`",
+            )
+        })?
+    };
+    let driver = Arc::new(Driver {
+        common: Arc::downgrade(&common),
+        shards: shards.clone(),
+        lag_warn_ticks: common.ticks.floor(LAG_WARN).unwrap_or(u64::MAX),
+    });
+    *lock(&common.alarm) = Some(Alarm {
+        sleep,
+        waker: Waker::from(driver),
+        handle: handle.clone(),
+        armed: u64::MAX,
+    });
+    // The guard exists from here on, not from the task's first poll: a
+    // runtime may shut down before it ever polls the task.
+    let guard = StopOnDrop(Arc::downgrade(&common), shards);
+    handle.spawn(wait(guard, common.ended.clone()));
+    tracing::debug!(shards = shared.shards.len(), "hashwheel: driver started");
+    Ok(())
 }
 
-async fn drive(guard: StopOnDrop) {
-    let (common, shards) = (&guard.0, &guard.1);
-    let lag_warn_ticks = common.ticks.floor(LAG_WARN).unwrap_or(u64::MAX);
-    tracing::debug!(shards = shards.len(), "hashwheel: driver started");
-    let ended = |why: &str| tracing::debug!(why, "hashwheel: driver ended");
-    let mut sleep = pin!(tokio::time::sleep_until(far_future(
-        tokio::time::Instant::now()
-    )));
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut target = u64::MAX;
-    loop {
-        if let Some(why) = finished(common, shards) {
-            return ended(why);
-        }
-        // Sleep until `target`, or until an earlier insert notifies.
-        let deadline = (target != u64::MAX).then(|| common.instant_of(target));
-        let notified = pin!(common.notify.notified());
-        match deadline {
-            Some(deadline) => {
-                sleep.as_mut().reset(deadline);
-                select(notified, sleep.as_mut()).await;
-            }
-            None => notified.await,
-        }
+/// The guard task: waits until the timer is stopped or gone. If the runtime
+/// drops it first (it shut down), nothing will fire any more: the guard
+/// stops the timer, so every pending timeout completes instead of hanging.
+async fn wait(guard: StopOnDrop, ended: Arc<Notify>) {
+    ended.notified().await;
+    drop(guard);
+}
 
-        if let Some(why) = finished(common, shards) {
-            return ended(why);
+/// The alarm's waker: turns the wheels.
+struct Driver {
+    common: Weak<Common>,
+    shards: Box<[Weak<Shard>]>,
+    lag_warn_ticks: u64,
+}
+
+impl Wake for Driver {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if rung_while_arming() {
+            return; // the arming thread turns once it released the lock
         }
+        let Some(common) = self.common.upgrade() else {
+            return; // every handle is gone
+        };
+        // Become the turner, or leave the turn to the one running.
+        let mut state = common.turn_state.load(Ordering::SeqCst);
+        loop {
+            let next = if state == IDLE { TURNING } else { AGAIN };
+            match common.turn_state.compare_exchange(
+                state,
+                next,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(IDLE) => break,
+                Ok(_) => return,
+                Err(actual) => state = actual,
+            }
+        }
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            if common.is_stopped() {
+                // The alarm is gone; nothing may poll it any more.
+                common.turn_state.store(IDLE, Ordering::SeqCst);
+                return;
+            }
+            let target = self.turn_once(&common, &mut batch);
+            if common
+                .turn_state
+                .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // An insert that saw the turn left the arming to us.
+                let planned = common.planned.load(Ordering::SeqCst);
+                if planned < target {
+                    common.arm(planned, false);
+                }
+                return;
+            }
+            // Asked to turn again while turning.
+            common.turn_state.store(TURNING, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Driver {
+    /// One turn: expires what is due, re-arms the alarm. Returns the tick it
+    /// armed for.
+    fn turn_once(&self, common: &Common, batch: &mut Vec<Fired>) -> u64 {
         let now = common.now_tick();
-        let planned = common.planned.load(Ordering::Acquire);
-        if planned > now {
-            // Woken by an insert that is not due yet: only move the alarm.
-            target = planned;
-            continue;
-        }
+        let armed = {
+            let mut alarm = lock(&common.alarm);
+            alarm
+                .as_mut()
+                .map_or(u64::MAX, |a| std::mem::replace(&mut a.armed, u64::MAX))
+        };
         common.planned.store(u64::MAX, Ordering::SeqCst);
         common.wakeups.fetch_add(1, Ordering::Relaxed);
-        if target != u64::MAX && now > target {
-            let late_ticks = now - target;
+        if armed != u64::MAX && now > armed {
+            let late_ticks = now - armed;
             common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
-            if late_ticks > lag_warn_ticks {
+            if late_ticks > self.lag_warn_ticks {
                 tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
             } else if late_ticks > 1 {
                 tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
             }
         }
-        let next = turn(common, shards, now, &mut batch);
-        let planned = common.planned.fetch_min(next, Ordering::AcqRel);
-        target = planned.min(next);
+        let next = turn(common, &self.shards, now, batch);
+        let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
         tracing::trace!(now, next = target, "hashwheel: turned the wheels");
+        common.arm(target, true);
+        target
     }
 }
 
@@ -167,28 +253,21 @@ fn run_task(task: &TaskInner) {
     }
 }
 
-/// Why the driver has nothing left to do, if it has not: the timer was
-/// stopped, or every shard is gone. Timeouts keep only their shard alive, so
-/// the driver runs while any shard lives (the timer holds them all, so while
-/// it lives too).
-fn finished(common: &Common, shards: &[Weak<Shard>]) -> Option<&'static str> {
-    if common.is_stopped() {
-        Some("timer stopped")
-    } else if shards.iter().all(|s| s.strong_count() == 0) {
-        Some("every timer handle and timeout dropped")
-    } else {
-        None
-    }
-}
-
-struct StopOnDrop(Arc<Common>, Box<[Weak<Shard>]>);
+/// Stops the timer when dropped, unless it already ended.
+struct StopOnDrop(Weak<Common>, Box<[Weak<Shard>]>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        let (common, shards) = (&*self.0, &*self.1);
-        if finished(common, shards).is_none() {
+        let Some(common) = self.0.upgrade() else {
+            let why = "every timer handle and timeout dropped";
+            tracing::debug!(why, "hashwheel: driver ended");
+            return;
+        };
+        if common.is_stopped() {
+            tracing::debug!(why = "timer stopped", "hashwheel: driver ended");
+        } else {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            stop(common, shards.iter().filter_map(Weak::upgrade));
+            stop(&common, self.1.iter().filter_map(Weak::upgrade));
         }
     }
 }

@@ -7,15 +7,19 @@
 //! modules, so imports run one way, down.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::Waker;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
+use tokio::runtime::Handle;
 use tokio::sync::Notify;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use crate::error::Error;
 use crate::stats::Stats;
@@ -41,8 +45,14 @@ pub(crate) struct Common {
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
-    /// Wakes the driver.
-    pub(crate) notify: Notify,
+    /// The driver's alarm: a runtime timer armed for `planned`. `None`
+    /// before the driver starts and once the timer is stopped.
+    pub(crate) alarm: Mutex<Option<Alarm>>,
+    /// Whether the wheels are being turned: [`IDLE`], [`TURNING`], or
+    /// [`AGAIN`] (turning, and asked to turn once more).
+    pub(crate) turn_state: AtomicU8,
+    /// Ends the driver's guard task once the timer is stopped or gone.
+    pub(crate) ended: Arc<Notify>,
     stopped: AtomicBool,
     max_pending: Option<usize>,
     /// Pending count over all shards; kept only under a `max_pending` limit,
@@ -55,6 +65,60 @@ pub(crate) struct Common {
     /// Pending tasks, and a reference to the `Shared` while there are any
     /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
+}
+
+/// [`Common::turn_state`]: nobody is turning the wheels.
+pub(crate) const IDLE: u8 = 0;
+/// A turn runs.
+pub(crate) const TURNING: u8 = 1;
+/// A turn runs, and another was asked for meanwhile.
+pub(crate) const AGAIN: u8 = 2;
+
+/// The driver's alarm: a runtime timer and the waker it calls.
+pub(crate) struct Alarm {
+    pub(crate) sleep: Pin<Box<Sleep>>,
+    /// Turns the wheels (see `driver`).
+    pub(crate) waker: Waker,
+    /// The runtime the alarm rings on.
+    pub(crate) handle: Handle,
+    /// The tick the alarm is armed for; `u64::MAX` when disarmed.
+    pub(crate) armed: u64,
+}
+
+thread_local! {
+    /// Set while this thread resets or polls an alarm under its lock.
+    static ARMING: Cell<bool> = const { Cell::new(false) };
+    /// Whether the alarm rang while this thread was arming it.
+    static RUNG: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `arm` (a reset and poll of the alarm, under its lock); returns
+/// whether the alarm is due, by `arm`'s result or because the runtime woke
+/// it from inside (a deadline already past).
+fn arming(arm: impl FnOnce() -> bool) -> bool {
+    ARMING.with(|a| a.set(true));
+    let ready = arm();
+    ARMING.with(|a| a.set(false));
+    RUNG.with(|r| r.replace(false)) || ready
+}
+
+/// Called by the driver's waker: if this thread is arming the alarm (and
+/// holds its lock), records the wake for [`arming`] and returns `true`; the
+/// driver must then not turn here.
+pub(crate) fn rung_while_arming() -> bool {
+    ARMING.with(|a| {
+        if a.get() {
+            RUNG.with(|r| r.set(true));
+        }
+        a.get()
+    })
+}
+
+/// Locks `mutex`, ignoring poisoning: no user code runs under these locks.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// One wheel and its lock. Threads pick a shard each, so they rarely share
@@ -122,7 +186,9 @@ impl Shared {
             start: Instant::now(),
             ticks: Ticks::new(tick_ns),
             planned: AtomicU64::new(u64::MAX),
-            notify: Notify::new(),
+            alarm: Mutex::new(None),
+            turn_state: AtomicU8::new(IDLE),
+            ended: Arc::new(Notify::new()),
             stopped: AtomicBool::new(false),
             max_pending,
             reserved: AtomicUsize::new(0),
@@ -300,14 +366,73 @@ impl Common {
         self.stopped.load(Ordering::Acquire)
     }
 
-    /// A pending entry now waits for `tick`: wake the driver if it planned
+    /// A pending entry now waits for `tick`: arm the alarm earlier if it was
+    /// armed for later. While the wheels are turning the turner re-arms when
+    /// it is done, from `planned`.
     /// to sleep past it. Called after the shard's lock is released.
     pub(crate) fn note_deadline(&self, tick: u64) {
         if tick < self.planned.load(Ordering::Acquire)
-            && self.planned.fetch_min(tick, Ordering::AcqRel) > tick
+            && self.planned.fetch_min(tick, Ordering::SeqCst) > tick
+            && self.turn_state.load(Ordering::SeqCst) == IDLE
         {
-            self.notify.notify_one();
+            self.arm(tick, false);
         }
+    }
+
+    /// Arms the alarm for `tick`: at once if `force` (the driver re-arming
+    /// after a turn), else only if it is armed for later. `u64::MAX` disarms
+    /// it (nothing pending: no wake-ups at all).
+    ///
+    /// A tick already past turns the wheels again: in place for the driver
+    /// (its turn loop takes the wake), and from a task on the runtime for
+    /// anyone else, so that no expiry, and no scheduled callback, runs
+    /// inside the caller's own `sleep`, `schedule` or poll.
+    ///
+    /// The alarm is a runtime `Sleep` polled with the driver's waker, so
+    /// the runtime's own timer calls the driver while it processes its
+    /// timers, and the wakes the driver makes are batched with the
+    /// runtime's.
+    pub(crate) fn arm(&self, tick: u64, force: bool) {
+        let wake = {
+            let mut guard = lock(&self.alarm);
+            let Some(alarm) = guard.as_mut() else {
+                return; // stopped: the runtime may be shutting down
+            };
+            if !force && tick >= alarm.armed {
+                return;
+            }
+            alarm.armed = tick;
+            if tick == u64::MAX {
+                return;
+            }
+            let instant = self.alarm_instant(tick);
+            let Alarm { sleep, waker, .. } = alarm;
+            let ready = arming(|| {
+                // The runtime wakes the alarm from inside `reset` when the
+                // instant has passed; `arming` records that wake.
+                sleep.as_mut().reset(instant);
+                // Outside the task's budget: a budget-limited poll would
+                // wake the driver instead of registering.
+                let mut poll = tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
+                Pin::new(&mut poll)
+                    .poll(&mut Context::from_waker(waker))
+                    .is_ready()
+            });
+            if ready {
+                alarm.armed = u64::MAX;
+            }
+            ready.then(|| (alarm.waker.clone(), alarm.handle.clone()))
+        };
+        match wake {
+            Some((waker, _)) if force => waker.wake(),
+            Some((waker, handle)) => drop(handle.spawn(async move { waker.wake() })),
+            None => {}
+        }
+    }
+
+    /// The instant the alarm rings for `tick`.
+    fn alarm_instant(&self, tick: u64) -> Instant {
+        self.instant_of(tick)
     }
 
     /// `n` tasks ran or were cancelled; the last one lets the timer go.
@@ -410,11 +535,10 @@ impl Shard {
     }
 }
 
-impl Drop for Shard {
+impl Drop for Common {
     fn drop(&mut self) {
-        // The driver watches its shards through `Weak`s: tell it to look
-        // again, it may be the last.
-        self.common.notify.notify_one();
+        // Every timer handle, timeout and task is gone: end the guard task.
+        self.ended.notify_one();
     }
 }
 
@@ -461,7 +585,11 @@ pub(crate) fn stop(
         wake_all(wakers);
         tasks.extend(shard_tasks);
     }
-    common.notify.notify_one();
+    // Disarm for good (the runtime may be shutting down: nothing may poll
+    // the alarm from now on), and end the driver's guard task.
+    let alarm = lock(&common.alarm).take();
+    drop(alarm);
+    common.ended.notify_one();
     tracing::debug!(
         timeouts,
         tasks = tasks.len(),

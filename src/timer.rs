@@ -894,8 +894,7 @@ impl Builder {
         };
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let shared = Shared::new(tick, tick_ns, wheel_size, ring, shards, self.max_pending);
-        let (common, weak) = shared.driver_parts();
-        handle.spawn(driver::run(common, weak));
+        driver::start(&handle, &shared)?;
         Ok(Timer { shared })
     }
 }

@@ -1,9 +1,11 @@
 //! Side-by-side comparison of hashwheel with `tokio::time` and tokio-util's
-//! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8), in one process.
+//! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8, W9), in one
+//! process (W9 in one child process per contender).
 //!
 //! ```text
 //! cargo bench -p hashwheel-benches --bench compare            # full counts
 //! cargo bench -p hashwheel-benches --bench compare -- --quick # smaller counts
+//! cargo bench -p hashwheel-benches --bench compare -- --only=W9 --connections=100000 --workers=2
 //! ```
 //!
 //! Timed workloads run their contenders interleaved, `reps` times each, and
@@ -11,14 +13,21 @@
 //! hits all of them alike. The table gives each figure and the ratio
 //! `rival / hashwheel`: above 1 means hashwheel is faster or smaller.
 //!
+//! W9 (heartbeat storm) measures process-wide figures (CPU, context
+//! switches, RSS), so each contender runs in a fresh child process of this
+//! binary (`--w9-child=hashwheel|tokio`), which prints one `W9CHILD key=value
+//! ...` line that the parent reads: nothing of one contender (threads, heap,
+//! rusage) bleeds into the other's figures.
+//!
 //! The benches are their own workspace member, built without tokio's
 //! `test-util`, so `tokio::time::Instant::now()` is the OS clock read.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
 use std::task::Context;
 use std::time::Duration;
 
@@ -108,19 +117,32 @@ struct Config {
     w6_secs: u64,
     w8_timers: usize,
     w8_secs: u64,
+    /// W9 simulated connections (`--connections=N`).
+    w9_connections: usize,
+    /// W9 runtime worker threads (`--workers=N`).
+    w9_workers: usize,
+    w9_warmup_ms: u64,
+    w9_window_ms: u64,
+}
+
+/// The value of `--name=value`, if given (and parsable).
+fn arg<T: FromStr>(name: &str) -> Option<T> {
+    let prefix = format!("--{name}=");
+    std::env::args().find_map(|a| a.strip_prefix(&prefix).and_then(|v| v.parse().ok()))
 }
 
 impl Config {
     fn runs(&self, id: &str) -> bool {
-        self.only
-            .as_deref()
-            .map_or(true, |only| only.split(',').any(|w| w == id))
+        match self.only.as_deref() {
+            None => true,
+            Some(only) => only.split(',').any(|w| w == id),
+        }
     }
 
     fn from_args() -> Config {
         let quick = std::env::args().any(|a| a == "--quick");
-        let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_string));
-        if quick {
+        let only = arg("only");
+        let cfg = if quick {
             Config {
                 quick,
                 only,
@@ -132,6 +154,10 @@ impl Config {
                 w6_secs: 1,
                 w8_timers: 200_000,
                 w8_secs: 1,
+                w9_connections: 20_000,
+                w9_workers: 2,
+                w9_warmup_ms: 1_000,
+                w9_window_ms: 2_000,
             }
         } else {
             Config {
@@ -145,7 +171,18 @@ impl Config {
                 w6_secs: 3,
                 w8_timers: 1_000_000,
                 w8_secs: 5,
+                w9_connections: 100_000,
+                w9_workers: 2,
+                w9_warmup_ms: 2_000,
+                w9_window_ms: 4_000,
             }
+        };
+        Config {
+            w9_connections: arg("connections").unwrap_or(cfg.w9_connections),
+            w9_workers: arg("workers").unwrap_or(cfg.w9_workers),
+            w9_warmup_ms: arg("warmup-ms").unwrap_or(cfg.w9_warmup_ms),
+            w9_window_ms: arg("window-ms").unwrap_or(cfg.w9_window_ms),
+            ..cfg
         }
     }
 }
@@ -688,6 +725,295 @@ fn w8(cfg: &Config) -> Vec<Row> {
 }
 
 // ---------------------------------------------------------------------------
+// W9: heartbeat storm. N tasks, each with a 1 s heartbeat interval and a
+// 30 s idle timeout reset after every heartbeat; each contender in a child
+// process of this binary.
+
+/// Lateness histogram of one worker thread, in µs: exact below 128 µs, then
+/// 64 sub-buckets per power of two (within 1.6%). One writer (its thread),
+/// so plain relaxed load + store; read once the window is over.
+struct Hist {
+    buckets: Vec<AtomicU64>,
+    /// Exact extremes, signed µs (negative: early).
+    min: AtomicI64,
+    max: AtomicI64,
+}
+
+const HIST_BUCKETS: usize = 128 + 64 * 58;
+
+impl Hist {
+    fn new() -> Hist {
+        Hist {
+            buckets: (0..HIST_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            min: AtomicI64::new(i64::MAX),
+            max: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    fn bucket(us: u64) -> usize {
+        if us < 128 {
+            us as usize
+        } else {
+            let e = 63 - us.leading_zeros() as usize; // ≥ 7
+            128 + (e - 7) * 64 + ((us >> (e - 6)) & 63) as usize
+        }
+    }
+
+    /// The smallest value of bucket `i`.
+    fn floor(i: usize) -> u64 {
+        if i < 128 {
+            i as u64
+        } else {
+            let (e, sub) = ((i - 128) / 64 + 7, (i - 128) % 64);
+            (64 + sub as u64) << (e - 6)
+        }
+    }
+
+    fn record(&self, late_us: i64) {
+        let b = &self.buckets[Hist::bucket(late_us.max(0) as u64)];
+        b.store(b.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if late_us < self.min.load(Ordering::Relaxed) {
+            self.min.store(late_us, Ordering::Relaxed);
+        }
+        if late_us > self.max.load(Ordering::Relaxed) {
+            self.max.store(late_us, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Every worker thread's histogram, summed at the end of the window.
+static HISTS: Mutex<Vec<Arc<Hist>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static HIST: Arc<Hist> = {
+        let h = Arc::new(Hist::new());
+        HISTS.lock().unwrap().push(h.clone());
+        h
+    };
+}
+
+/// Records one heartbeat's lateness if it was due within `window`.
+fn w9_record(due: Instant, window: (Instant, Instant)) {
+    if due < window.0 || due >= window.1 {
+        return;
+    }
+    let now = Instant::now();
+    let late = match now.checked_duration_since(due) {
+        Some(late) => late.as_micros() as i64,
+        None => -(due.duration_since(now).as_micros() as i64) - 1,
+    };
+    HIST.with(|h| h.record(late));
+}
+
+/// Count, min, p50, p99, max of all threads' histograms, in µs.
+fn w9_lateness() -> (u64, i64, u64, u64, i64) {
+    let hists = HISTS.lock().unwrap();
+    let mut sum = vec![0u64; HIST_BUCKETS];
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for h in hists.iter() {
+        for (s, b) in sum.iter_mut().zip(&h.buckets) {
+            *s += b.load(Ordering::Relaxed);
+        }
+        min = min.min(h.min.load(Ordering::Relaxed));
+        max = max.max(h.max.load(Ordering::Relaxed));
+    }
+    let count: u64 = sum.iter().sum();
+    let at = |p: f64| {
+        let rank = ((count.saturating_sub(1)) as f64 * p).round() as u64;
+        let mut seen = 0;
+        for (i, &n) in sum.iter().enumerate() {
+            seen += n;
+            if seen > rank {
+                return Hist::floor(i);
+            }
+        }
+        0
+    };
+    (count, min, at(0.5), at(0.99), max)
+}
+
+fn rusage_switches() -> u64 {
+    // SAFETY: `usage` is a valid, writable rusage for the call's duration.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(rc, 0, "getrusage failed");
+    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+}
+
+/// Resident set size in bytes, from `/proc/self/statm`.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+async fn w9_conn_hashwheel(timer: Timer, first: Instant, window: (Instant, Instant)) {
+    let mut hb = timer.interval_at(first, HEARTBEAT);
+    let mut idle = timer.sleep(D30);
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.reset(D30);
+            }
+            _ = &mut idle => break,
+        }
+    }
+}
+
+async fn w9_conn_tokio(first: Instant, window: (Instant, Instant)) {
+    let mut hb = tokio::time::interval_at(first, HEARTBEAT);
+    let mut idle = Box::pin(tokio::time::sleep(D30));
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.as_mut().reset(Instant::now() + D30);
+            }
+            _ = idle.as_mut() => break,
+        }
+    }
+}
+
+/// The child: runs one contender's heartbeat storm and prints its figures
+/// as one `W9CHILD key=value ...` line on stdout.
+fn w9_child(which: &str, cfg: &Config) {
+    let n = cfg.w9_connections;
+    let rt = Builder::new_multi_thread()
+        .worker_threads(cfg.w9_workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    let timer = (which == "hashwheel").then(|| rt.block_on(async { Timer::new() }));
+    let rss_base = rss_bytes();
+    let start = Instant::now() + Duration::from_millis(100);
+    let window = (
+        start + Duration::from_millis(cfg.w9_warmup_ms),
+        start + Duration::from_millis(cfg.w9_warmup_ms + cfg.w9_window_ms),
+    );
+    for i in 0..n {
+        let first = start + HEARTBEAT * i as u32 / n as u32;
+        match &timer {
+            Some(timer) => rt.spawn(w9_conn_hashwheel(timer.clone(), first, window)),
+            None => rt.spawn(w9_conn_tokio(first, window)),
+        };
+    }
+    std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
+    let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
+    let wake0 = timer.as_ref().map_or(0, Timer::driver_wakeups);
+    std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
+    let (cpu1, csw1, wall) = (cpu_time(), rusage_switches(), wall0.elapsed());
+    let wake1 = timer.as_ref().map_or(0, Timer::driver_wakeups);
+    let rss = rss_bytes();
+    // Let heartbeats due just before the window's end come in (late ones
+    // are recorded when they return).
+    std::thread::sleep(Duration::from_millis(300));
+    let (count, min, p50, p99, max) = w9_lateness();
+    let secs = wall.as_secs_f64();
+    println!(
+        "W9CHILD cpu_ms_s={:.3} csw_s={:.1} wake_s={:.1} rss={} rss_base={} count={} \
+         min_us={} p50_us={} p99_us={} max_us={}",
+        (cpu1 - cpu0).as_secs_f64() * 1000.0 / secs,
+        (csw1 - csw0) as f64 / secs,
+        (wake1 - wake0) as f64 / secs,
+        rss,
+        rss_base,
+        count,
+        min,
+        p50,
+        p99,
+        max,
+    );
+    // Tearing 100,000 tasks down is no part of the figures.
+    std::process::exit(0);
+}
+
+/// Runs a W9 child for `which`; returns its `key=value` figures.
+fn w9_run(which: &str, cfg: &Config) -> Vec<(String, f64)> {
+    let exe = std::env::current_exe().expect("current_exe");
+    let out = std::process::Command::new(exe)
+        .arg(format!("--w9-child={which}"))
+        .arg(format!("--connections={}", cfg.w9_connections))
+        .arg(format!("--workers={}", cfg.w9_workers))
+        .arg(format!("--warmup-ms={}", cfg.w9_warmup_ms))
+        .arg(format!("--window-ms={}", cfg.w9_window_ms))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("W9 child failed to start");
+    assert!(
+        out.status.success(),
+        "W9 child {which} failed: {}",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("W9CHILD "))
+        .unwrap_or_else(|| panic!("W9 child {which} printed no figures: {stdout}"));
+    line.split_whitespace()
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn w9(cfg: &Config) -> Vec<Row> {
+    let ours = w9_run("hashwheel", cfg);
+    let tokio = w9_run("tokio", cfg);
+    let get = |v: &[(String, f64)], k: &str| {
+        v.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, x)| *x)
+            .unwrap_or_else(|| panic!("W9 child gave no {k}"))
+    };
+    let n = cfg.w9_connections;
+    let expected = (n as u64 * cfg.w9_window_ms / 1000) as f64;
+    for (name, v) in [("hashwheel", &ours), ("tokio", &tokio)] {
+        let count = get(v, "count");
+        if count < expected * 0.99 {
+            eprintln!("W9: {name} recorded {count} heartbeats of {expected} due in the window");
+        }
+    }
+    assert!(get(&ours, "min_us") >= 0.0, "hashwheel heartbeat early");
+    let label = format!("heartbeat storm ({n} conns, {} workers)", cfg.w9_workers);
+    let row = |figure: &str, k: &str, scale: f64, places: usize| {
+        Row::new("W9", format!("{label}: {figure}"), get(&ours, k) * scale)
+            .tokio(get(&tokio, k) * scale)
+            .places(places)
+    };
+    let per_conn = |v: &[(String, f64)]| (get(v, "rss") - get(v, "rss_base")) / n as f64;
+    vec![
+        row("CPU ms/s", "cpu_ms_s", 1.0, 1),
+        row("context switches/s", "csw_s", 1.0, 0),
+        row("lateness p50, ms", "p50_us", 1e-3, 3),
+        row("lateness p99, ms", "p99_us", 1e-3, 3),
+        row("lateness max, ms", "max_us", 1e-3, 3),
+        row("lateness min (≥ 0: never early), ms", "min_us", 1e-3, 3),
+        row("RSS, MiB", "rss", 1.0 / (1024.0 * 1024.0), 1),
+        Row::new(
+            "W9",
+            format!("{label}: RSS growth, bytes/connection"),
+            per_conn(&ours),
+        )
+        .tokio(per_conn(&tokio))
+        .places(0),
+        Row::new(
+            "W9",
+            format!("{label}: driver wake-ups/s"),
+            get(&ours, "wake_s"),
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------
 // Floors: what one clock read and one uncontended lock cost in this run.
 
 fn floors(n: usize) -> Vec<(&'static str, f64)> {
@@ -727,9 +1053,12 @@ fn floors(n: usize) -> Vec<(&'static str, f64)> {
 
 fn main() {
     let cfg = Config::from_args();
+    if let Some(which) = arg::<String>("w9-child") {
+        return w9_child(&which, &cfg);
+    }
     let t0 = std::time::Instant::now();
     eprintln!(
-        "hashwheel compare ({}): W1..W6, W8; best of {} interleaved runs",
+        "hashwheel compare ({}): W1..W6, W8, W9; best of {} interleaved runs",
         if cfg.quick { "quick" } else { "full" },
         cfg.reps
     );
@@ -778,6 +1107,10 @@ fn main() {
     if cfg.runs("W8") {
         rows.extend(w8(&cfg));
         eprintln!("W8 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W9") {
+        rows.extend(w9(&cfg));
+        eprintln!("W9 done ({:.1?})", t0.elapsed());
     }
 
     println!();
