@@ -185,11 +185,23 @@ pub struct Key(wheel::Key);
 /// assert_eq!(expired.into_inner(), "foo");
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct Expired<T> {
     data: T,
-    deadline: Instant,
+    /// The queue's start and the item's tick: the deadline, computed only
+    /// when asked for.
+    start: Instant,
+    tick: u64,
     key: Key,
+}
+
+impl<T: fmt::Debug> fmt::Debug for Expired<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expired")
+            .field("data", &self.data)
+            .field("deadline", &self.deadline())
+            .field("key", &self.key)
+            .finish()
+    }
 }
 
 impl<T> Expired<T> {
@@ -230,7 +242,7 @@ impl<T> Expired<T> {
     /// See [`Expired`].
     #[must_use]
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        instant_of(self.start, self.tick)
     }
 
     /// The key the item had.
@@ -245,6 +257,7 @@ impl<T> Expired<T> {
 }
 
 /// Whole ticks to cover `d`, rounded up (saturating: never).
+#[inline]
 fn ceil_ticks(d: Duration) -> u64 {
     let part = d.subsec_nanos().div_ceil(TICK_NS);
     d.as_secs()
@@ -253,11 +266,21 @@ fn ceil_ticks(d: Duration) -> u64 {
 }
 
 /// Whole ticks in `d`, rounded down.
+#[inline]
 fn floor_ticks(d: Duration) -> u64 {
     let part = d.subsec_nanos() / TICK_NS;
     d.as_secs()
         .saturating_mul(TICKS_PER_SEC)
         .saturating_add(u64::from(part))
+}
+
+/// The instant tick `tick` after `start` begins.
+fn instant_of(start: Instant, tick: u64) -> Instant {
+    let nanos = (tick % TICKS_PER_SEC) as u32 * TICK_NS;
+    let since = Duration::new(tick / TICKS_PER_SEC, nanos);
+    start
+        .checked_add(since)
+        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
 }
 
 #[track_caller]
@@ -762,13 +785,8 @@ impl<T> DelayQueue<T> {
         floor_ticks(Instant::now().saturating_duration_since(self.start))
     }
 
-    /// The instant tick `tick` begins.
     fn instant_of(&self, tick: u64) -> Instant {
-        let nanos = (tick % TICKS_PER_SEC) as u32 * TICK_NS;
-        let since = Duration::new(tick / TICKS_PER_SEC, nanos);
-        self.start
-            .checked_add(since)
-            .unwrap_or_else(|| self.start + Duration::from_secs(86_400 * 365 * 30))
+        instant_of(self.start, tick)
     }
 
     /// Tokio's timer, armed at `tick`.
@@ -800,7 +818,8 @@ impl<T> DelayQueue<T> {
 
     fn expired(&self, expired: wheel::Expired<T>) -> Expired<T> {
         Expired {
-            deadline: self.instant_of(expired.tick),
+            start: self.start,
+            tick: expired.tick,
             key: Key(expired.key),
             data: expired.value,
         }

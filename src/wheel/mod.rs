@@ -193,10 +193,12 @@ pub struct Expired<T> {
 
 /// The raw wheel's tick for tick `tick`: one later, so that tick 0 is not
 /// processed when the wheel is new (the raw wheel starts with tick 0 done).
+#[inline]
 fn raw_tick(tick: u64) -> u64 {
     tick.saturating_add(1).min(raw::NEVER)
 }
 
+#[inline]
 fn public_tick(raw: u64) -> u64 {
     if raw >= raw::NEVER {
         u64::MAX
@@ -292,23 +294,28 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.remove(key), None);
     /// ```
     pub fn remove(&mut self, key: Key) -> Option<T> {
-        let at = self.find(key)?;
-        let (_, slot) = self.raw.remove(at);
-        self.forget(slot.generation);
-        Some(slot.value)
+        self.remove_entry(key).map(|expired| expired.value)
     }
 
     /// Removes the entry `key` names and returns it whole, with its key as
     /// handed out and its tick; `None` if the key is stale.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[inline]
     pub(crate) fn remove_entry(&mut self, key: Key) -> Option<Expired<T>> {
-        let at = self.find(key)?;
-        let tick = public_tick(self.raw.tick(at));
-        let (_, slot) = self.raw.remove(at);
+        // One slab lookup on the common path: the key names its slot.
+        let same = |slot: &Slot<T>| slot.generation == key.generation;
+        let (tick, slot) = match self.raw.remove_if(key.index, same) {
+            Some(removed) => removed,
+            None => {
+                let at = self.find(key)?;
+                let tick = self.raw.tick(at);
+                (tick, self.raw.remove(at).1)
+            }
+        };
         self.forget(slot.generation);
         Some(Expired {
             key,
-            tick,
+            tick: public_tick(tick),
             value: slot.value,
         })
     }

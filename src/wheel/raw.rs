@@ -133,6 +133,7 @@ impl<T> Entry<T> {
     }
 }
 
+#[inline]
 fn nonzero(tick: u64) -> NonZeroU64 {
     NonZeroU64::new(tick).unwrap_or(NonZeroU64::MIN)
 }
@@ -323,6 +324,23 @@ impl<T> Wheel<T> {
             self.unlink(key);
         }
         (state, self.entries.remove(key as usize).value)
+    }
+
+    /// Removes the linked entry at `key` if `is_it` accepts its value, with
+    /// one slab lookup; returns its tick and value.
+    pub(crate) fn remove_if(
+        &mut self,
+        key: Key,
+        is_it: impl FnOnce(&T) -> bool,
+    ) -> Option<(u64, T)> {
+        let entry = self.entries.get(key as usize)?;
+        if !is_it(&entry.value) {
+            return None;
+        }
+        debug_assert_eq!(entry.state(), State::Pending);
+        let tick = entry.tick();
+        self.unlink(key);
+        Some((tick, self.entries.remove(key as usize).value))
     }
 
     /// Moves the pending detached entry at `key` to `tick` (at least 1); a
@@ -678,6 +696,7 @@ impl<T> Wheel<T> {
     }
 
     /// Where a linked entry due at `tick` lives now.
+    #[inline]
     fn list_for(&self, tick: u64) -> List {
         if tick <= self.elapsed {
             List::Due
@@ -697,20 +716,26 @@ impl<T> Wheel<T> {
     }
 
     /// Pushes `key` at the head of `list`.
+    #[inline]
     fn push(&mut self, list: List, key: Key) {
-        let head = match list {
-            List::Bucket(i) => {
-                self.buckets.occupied.set(i);
-                &mut self.buckets.heads[i]
-            }
-            List::Ring(i) => {
-                self.ring.occupied.set(i);
-                &mut self.ring.heads[i]
-            }
-            List::Never => &mut self.never,
-            List::Due => &mut self.due,
+        let (head, occupied, i) = match list {
+            List::Bucket(i) => (
+                &mut self.buckets.heads[i],
+                Some(&mut self.buckets.occupied),
+                i,
+            ),
+            List::Ring(i) => (&mut self.ring.heads[i], Some(&mut self.ring.occupied), i),
+            List::Never => (&mut self.never, None, 0),
+            List::Due => (&mut self.due, None, 0),
         };
         let old = std::mem::replace(head, key);
+        if old == NIL {
+            // A list with entries always has its bit set: only an empty
+            // one may need it.
+            if let Some(occupied) = occupied {
+                occupied.set(i);
+            }
+        }
         if old != NIL {
             self.entries[old as usize].prev = key;
         }
@@ -721,6 +746,7 @@ impl<T> Wheel<T> {
 
     /// Unlinks a pending entry; leaves its `prev` for the caller to set.
     /// An emptied list keeps its occupancy bit (see the module docs).
+    #[inline]
     fn unlink(&mut self, key: Key) {
         self.linked -= 1;
         let entry = &self.entries[key as usize];
