@@ -32,6 +32,34 @@
 //! # }
 //! ```
 //!
+//! # Which one do I use
+//!
+//! * [`Timer`]: shared by many tasks (`Clone + Send + Sync`), one future
+//!   per timeout ([`Timeout`], [`Interval`], [`Timer::timeout`]) or a
+//!   callback ([`Timer::schedule`]).
+//! * [`DelayQueue`]: one task owns many keyed deadlines and takes out what
+//!   expired from one [`Stream`](futures::Stream): expiring caches, retry and
+//!   rate-limit maps, session tables. tokio-util's `DelayQueue` API, with
+//!   generation-checked keys.
+//! * [`wheel::Wheel`]: the wheel alone, no clock, no runtime, no lock, for
+//!   your own event loop. Without the default `tokio` feature
+//!   (`default-features = false`) the crate is just this, on `slab`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use futures::StreamExt;
+//! use hashwheel::DelayQueue;
+//! use std::time::Duration;
+//!
+//! let mut sessions = DelayQueue::new();
+//! let key = sessions.insert("session 42", Duration::from_secs(30));
+//! sessions.reset(&key, Duration::from_secs(30)); // it was used
+//! let expired = sessions.next().await.unwrap();
+//! assert_eq!(expired.into_inner(), "session 42");
+//! # }
+//! ```
+//!
 //! # How the wheel works
 //!
 //! Time is cut into **ticks** ([`Builder::tick`], 1 ms by default) and every
@@ -95,6 +123,9 @@
 //!
 //! # More
 //!
+//! * [`wheel`]: the wheel on its own, with a plain-thread event loop
+//!   example; [`delay_queue`]: the keyed queue's [`Key`](delay_queue::Key)
+//!   and [`Expired`](delay_queue::Expired).
 //! * [`Interval`]: heartbeats with tokio's [`MissedTickBehavior`]s, one wheel
 //!   entry reset in O(1) per tick.
 //! * [`Timer::stats`]: pending, fired, cancelled, reset, driver wake-ups and
