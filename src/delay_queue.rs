@@ -479,7 +479,8 @@ impl<T> DelayQueue<T> {
 
     /// The deadline of the item `key` names, rounded up to the queue's
     /// 125 µs tick; `None` if the key names no item of this queue (where
-    /// tokio-util's panics).
+    /// tokio-util's panics). An item that never comes out (its deadline more
+    /// than about 278 years away) reports an instant millions of years out.
     ///
     /// # Examples
     ///
