@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! cargo run --example event_loop
-//! cargo run -p hashwheel-no-tokio --example event_loop   # the crate built without tokio
+//! cargo run --no-default-features --example event_loop   # the crate built without tokio
 //! ```
 
 use std::collections::HashMap;

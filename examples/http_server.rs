@@ -16,9 +16,9 @@
 //! or 504 once the request timeout passes.
 //!
 //! ```sh
-//! cargo run --example http_server              # serve until Ctrl-C
-//! cargo run --example http_server -- --demo    # try each timeout, then exit
-//! cargo run --example http_server -- --timer tokio --run-for 10
+//! cargo run --example http_server --features hyper,tower              # serve until Ctrl-C
+//! cargo run --example http_server --features hyper,tower -- --demo    # try each timeout, then exit
+//! cargo run --example http_server --features hyper,tower -- --timer tokio --run-for 10
 //! ```
 //!
 //! Options: `--addr 127.0.0.1:8080`, `--timer hashwheel|tokio`,
@@ -294,8 +294,9 @@ fn service(config: &Config) -> Svc {
     }
 }
 
+/// Both layers fail late requests with tower's own `Elapsed`.
 fn timed_out(err: &BoxError) -> bool {
-    err.is::<hashwheel::Elapsed>() || err.is::<tower::timeout::error::Elapsed>()
+    err.is::<tower::timeout::error::Elapsed>()
 }
 
 async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Arc<Stats>) {

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures_util::StreamExt;
 use hashwheel::delay_queue::{DelayQueue, Key};
 use tokio::time::{interval, sleep, Instant, MissedTickBehavior};
 

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use futures::Stream;
+use futures_core::Stream;
 use tokio::time::{Instant, Sleep};
 
 use crate::wheel::{self, Wheel};
@@ -50,8 +50,9 @@ const RING: usize = 1024;
 /// tokio's timer has a resolution of 1 ms, so on an idle runtime an item
 /// comes out at most 1.125 ms after its deadline. An item whose deadline
 /// has already passed when it is inserted (or reset) comes out on the next
-/// poll. Deadlines years away work, never early; deadlines more than about
-/// 278 years away (2^46 ticks) never come out, and never panic.
+/// poll. Deadlines years away work, never early, and none panics: one too
+/// far to add to now (`Duration::MAX`), or more than 18 million years away
+/// (2^62 ticks), never comes out.
 ///
 /// # Keys
 ///
@@ -171,7 +172,7 @@ pub struct Key(wheel::Key);
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// use futures::StreamExt;
+/// use futures_util::StreamExt;
 /// use hashwheel::DelayQueue;
 /// use std::time::Duration;
 ///
@@ -479,8 +480,8 @@ impl<T> DelayQueue<T> {
 
     /// The deadline of the item `key` names, rounded up to the queue's
     /// 125 µs tick; `None` if the key names no item of this queue (where
-    /// tokio-util's panics). An item that never comes out (its deadline more
-    /// than about 278 years away) reports an instant millions of years out.
+    /// tokio-util's panics). An item that never comes out (its deadline too
+    /// far to represent) reports an instant millions of years out.
     ///
     /// # Examples
     ///

@@ -34,7 +34,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::error::Error;
+use crate::error::StopReason;
 use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
     TaskInner, AGAIN, IDLE, TURNING,
@@ -55,26 +55,20 @@ enum Fired {
 }
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
-/// its guard task.
-///
-/// # Errors
-///
-/// [`Error::is_invalid_config`] if the runtime has no time driver.
-pub(crate) fn start(handle: &Handle, shared: &Shared) -> Result<(), Error> {
+/// its guard task. The runtime must have a time driver (checked by
+/// [`Builder::build`](crate::Builder::build)).
+pub(crate) fn start(handle: &Handle, shared: &Shared) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
-        let now = tokio::time::Instant::now();
-        catch_unwind(|| Box::pin(tokio::time::sleep_until(far_future(now)))).map_err(|_| {
-            Error::invalid_config(
-                "the runtime has no time driver: build it with `enable_time()` or `enable_all()`",
-            )
-        })?
+        Box::pin(tokio::time::sleep_until(far_future(
+            tokio::time::Instant::now(),
+        )))
     };
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
-        lag_warn_ticks: common.ticks.floor(LAG_WARN).unwrap_or(u64::MAX),
+        lag_warn_ticks: (LAG_WARN.as_micros() as u64) / common.tick_us,
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
@@ -87,7 +81,6 @@ pub(crate) fn start(handle: &Handle, shared: &Shared) -> Result<(), Error> {
     let guard = StopOnDrop(Arc::downgrade(&common), shards);
     handle.spawn(wait(guard, common.ended.clone()));
     tracing::debug!(shards = shared.shards.len(), "hashwheel: driver started");
-    Ok(())
 }
 
 /// The guard task: waits until the timer is stopped or gone. If the runtime
@@ -172,7 +165,7 @@ impl Driver {
         common.planned.store(u64::MAX, Ordering::SeqCst);
         common.wakeups.fetch_add(1, Ordering::Relaxed);
         if armed != u64::MAX && now > armed {
-            let late_ticks = now - armed;
+            let late_ticks = (now - armed) / common.tick_us;
             common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
             if late_ticks > self.lag_warn_ticks {
                 tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
@@ -267,7 +260,11 @@ impl Drop for StopOnDrop {
             tracing::debug!(why = "timer stopped", "hashwheel: driver ended");
         } else {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            stop(&common, self.1.iter().filter_map(Weak::upgrade));
+            stop(
+                &common,
+                self.1.iter().filter_map(Weak::upgrade),
+                StopReason::RuntimeShutDown,
+            );
         }
     }
 }

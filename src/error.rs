@@ -26,15 +26,38 @@ pub struct Error {
 
 #[derive(Clone, PartialEq, Eq)]
 enum Kind {
-    Stopped,
+    Stopped(StopReason),
     AtCapacity(usize),
     InvalidConfig(String),
 }
 
+/// Why a timer stopped; the `Display` of [`Error`] and [`Elapsed`] says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// [`Timer::stop`](crate::Timer::stop) was called.
+    Stopped,
+    /// The runtime that ran the driver shut down (its driver task was
+    /// dropped), so nothing will fire any more.
+    RuntimeShutDown,
+}
+
+impl StopReason {
+    /// What the messages add to "timer is stopped".
+    fn cause(self) -> &'static str {
+        match self {
+            StopReason::Stopped => "",
+            StopReason::RuntimeShutDown => {
+                ": the runtime that ran this timer's driver has shut down; \
+                 build one Timer per runtime"
+            }
+        }
+    }
+}
+
 impl Error {
-    pub(crate) fn stopped() -> Error {
+    pub(crate) fn stopped(reason: StopReason) -> Error {
         Error {
-            kind: Kind::Stopped,
+            kind: Kind::Stopped(reason),
         }
     }
 
@@ -51,7 +74,13 @@ impl Error {
     }
 
     /// The timer was stopped with [`Timer::stop`](crate::Timer::stop), or
-    /// the runtime that ran its driver shut down.
+    /// the runtime that ran its driver shut down; the message says which.
+    ///
+    /// A timer lives on one runtime: once that runtime shuts down, the timer
+    /// is stopped for good, and the message reads "timer is stopped: the
+    /// runtime that ran this timer's driver has shut down; build one Timer
+    /// per runtime". A `static` `Timer` shared by several `#[tokio::test]`s
+    /// (each has its own runtime) hits this in the second test.
     ///
     /// # Examples
     ///
@@ -65,8 +94,23 @@ impl Error {
     /// assert_eq!(err.to_string(), "timer is stopped");
     /// # }
     /// ```
+    ///
+    /// After the runtime shut down:
+    ///
+    /// ```
+    /// let rt = tokio::runtime::Runtime::new().unwrap();
+    /// let timer = rt.block_on(async { hashwheel::Timer::new() });
+    /// drop(rt);
+    /// let err = timer.try_sleep(std::time::Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_stopped());
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "timer is stopped: the runtime that ran this timer's driver has shut down; \
+    ///      build one Timer per runtime"
+    /// );
+    /// ```
     pub fn is_stopped(&self) -> bool {
-        matches!(self.kind, Kind::Stopped)
+        matches!(self.kind, Kind::Stopped(_))
     }
 
     /// The timer already holds [`Builder::max_pending`](crate::Builder::max_pending)
@@ -108,7 +152,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            Kind::Stopped => f.write_str("timer is stopped"),
+            Kind::Stopped(reason) => write!(f, "timer is stopped{}", reason.cause()),
             Kind::AtCapacity(max) => write!(f, "timer is at capacity ({max} pending)"),
             Kind::InvalidConfig(message) => write!(f, "invalid timer configuration: {message}"),
         }
@@ -124,10 +168,16 @@ impl fmt::Debug for Error {
 impl std::error::Error for Error {}
 
 /// The error of [`Timer::timeout`](crate::Timer::timeout): the deadline
-/// passed before the future completed.
+/// passed before the future completed, or the timer stopped first.
+///
+/// The counterpart of tokio's `tokio::time::error::Elapsed`. A timer that
+/// stops (by [`Timer::stop`](crate::Timer::stop), or because the runtime
+/// that ran its driver shut down) ends every pending deadline at once; the
+/// `Elapsed` then has [`is_timer_stopped`](Elapsed::is_timer_stopped) true
+/// and its message says why, so it is not taken for a deadline that passed.
 ///
 /// Converts into a [`std::io::Error`] of kind
-/// [`TimedOut`](std::io::ErrorKind::TimedOut).
+/// [`TimedOut`](std::io::ErrorKind::TimedOut), either way.
 ///
 /// # Examples
 ///
@@ -145,11 +195,61 @@ impl std::error::Error for Error {}
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Elapsed(pub(crate) ());
+pub struct Elapsed {
+    /// `None` for a deadline that passed.
+    stopped: Option<StopReason>,
+}
+
+impl Elapsed {
+    /// The deadline passed.
+    pub(crate) fn deadline() -> Elapsed {
+        Elapsed { stopped: None }
+    }
+
+    /// The timer stopped before the deadline.
+    pub(crate) fn timer_stopped(reason: StopReason) -> Elapsed {
+        Elapsed {
+            stopped: Some(reason),
+        }
+    }
+
+    /// Whether the timer stopped before the deadline, rather than the
+    /// deadline passing: by [`Timer::stop`](crate::Timer::stop), or because
+    /// the runtime that ran its driver shut down (the message says which).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let err = timer
+    ///     .timeout(Duration::from_millis(5), std::future::pending::<()>())
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(!err.is_timer_stopped());
+    ///
+    /// let mut fut = timer.timeout(Duration::from_secs(5), std::future::pending::<()>());
+    /// assert!(futures_util::poll!(&mut fut).is_pending());
+    /// timer.stop();
+    /// let err = fut.await.unwrap_err();
+    /// assert!(err.is_timer_stopped());
+    /// assert_eq!(err.to_string(), "timer stopped before the deadline");
+    /// # }
+    /// ```
+    pub fn is_timer_stopped(&self) -> bool {
+        self.stopped.is_some()
+    }
+}
 
 impl fmt::Display for Elapsed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("deadline has elapsed")
+        match self.stopped {
+            None => f.write_str("deadline has elapsed"),
+            Some(reason) => write!(f, "timer stopped before the deadline{}", reason.cause()),
+        }
     }
 }
 

@@ -6,22 +6,24 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::Stream;
+use futures_core::Stream;
 use tokio::time::Instant;
 
+use crate::error::{Error, StopReason};
 use crate::shard::far_future;
 use crate::timeout::Timeout;
 
 /// How late a tick may complete and still count as on time, on top of one
-/// timer tick (a deadline is rounded up to the tick, so a timeout that fires
-/// on time may already be up to one tick past its nominal instant). tokio
-/// uses the same 5 ms.
+/// timer tick (with a coarse tick a timeout fires on the tick's grid, so one
+/// that fires on time may already be up to one tick past its nominal
+/// instant). tokio uses the same 5 ms.
 const TOLERANCE: Duration = Duration::from_millis(5);
 
-/// A stream of ticks, one every `period`, from [`Timer::interval`] and
-/// [`Timer::interval_at`].
+/// A stream of ticks, one every `period`, from
+/// [`Timer::interval`](crate::Timer::interval) and
+/// [`Timer::interval_at`](crate::Timer::interval_at).
 ///
-/// The hashwheel counterpart of `tokio::time::Interval`: one [`Timeout`]
+/// The counterpart of [`tokio::time::Interval`]: one [`Timeout`]
 /// underneath, [reset](Timeout::reset_at) in O(1) after each tick, so an
 /// interval costs one wheel entry however long it runs. It is `Unpin`,
 /// needs no pinning, and implements [`Stream`] with `Item = Instant`.
@@ -29,8 +31,8 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// Ticks are reported at their *nominal* instants (`start`, `start +
 /// period`, ...): the value [`tick`](Interval::tick) returns is the instant
 /// the tick was due, never later than when it completes. A tick completes at
-/// or after its instant, never before, and (like every hashwheel deadline)
-/// up to one [timer tick](Timer::tick) after it on an unstarved runtime.
+/// or after its instant, never before, and as late as every hashwheel
+/// deadline (see [Lateness](crate#lateness)).
 ///
 /// When ticks are missed (the task polling the interval was busy, or the
 /// runtime stalled), [`MissedTickBehavior`] decides what happens next; the
@@ -40,12 +42,13 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 ///
 /// # Timer stopped
 ///
-/// If the timer is [stopped](Timer::stop) (or its runtime shuts down), no
-/// tick can come any more: [`tick`](Interval::tick) and
+/// If the timer is [stopped](crate::Timer::stop) (or its runtime shuts
+/// down), no tick can come any more: [`tick`](Interval::tick) and
 /// [`poll_tick`](Interval::poll_tick) panic rather than hang, as
-/// [`Timer::sleep`] does on a stopped timer, and the stream ends:
-/// `poll_next` returns `Ready(None)`. Use the stream, or check
-/// [`Timer::is_stopped`], where a loop must outlive the timer.
+/// [`Timer::sleep`](crate::Timer::sleep) does on a stopped timer, and the
+/// stream ends: `poll_next` returns `Ready(None)`. Use the stream, or check
+/// [`Timer::is_stopped`](crate::Timer::is_stopped), where a loop must
+/// outlive the timer.
 ///
 /// # Examples
 ///
@@ -67,7 +70,7 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// use futures::StreamExt;
+/// use futures_util::StreamExt;
 /// use std::time::Duration;
 ///
 /// let timer = hashwheel::Timer::new();
@@ -78,8 +81,7 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 #[must_use = "streams do nothing unless polled"]
 pub struct Interval {
     timeout: Timeout,
-    /// The nominal instant of the next tick; the timeout waits for it,
-    /// rounded up to the timer's tick.
+    /// The nominal instant of the next tick; the timeout waits for it.
     next: Instant,
     period: Duration,
     /// How late a tick may be and still count as on time.
@@ -99,7 +101,8 @@ pub struct Interval {
 /// | [`Delay`](MissedTickBehavior::Delay) | 35 (reports 20), 45, 55, ... |
 /// | [`Skip`](MissedTickBehavior::Skip) | 35 (reports 20), 40, 50, ... |
 ///
-/// The same semantics as `tokio::time::MissedTickBehavior`.
+/// The counterpart of [`tokio::time::MissedTickBehavior`], with the same
+/// semantics.
 ///
 /// # Examples
 ///
@@ -171,7 +174,7 @@ impl Interval {
     /// Completes at the next tick and returns its nominal instant.
     ///
     /// The first tick completes at the interval's start (at once for
-    /// [`Timer::interval`]).
+    /// [`Timer::interval`](crate::Timer::interval)).
     ///
     /// # Cancellation
     ///
@@ -231,7 +234,11 @@ impl Interval {
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         match self.poll_next_tick(cx) {
             Poll::Ready(Some(instant)) => Poll::Ready(instant),
-            Poll::Ready(None) => panic!("hashwheel: timer is stopped, no interval tick can come"),
+            Poll::Ready(None) => {
+                let reason = self.timeout.timer_stop_reason();
+                let err = Error::stopped(reason.unwrap_or(StopReason::Stopped));
+                panic!("hashwheel: {err}, no interval tick can come")
+            }
             Poll::Pending => Poll::Pending,
         }
     }

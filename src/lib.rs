@@ -26,9 +26,10 @@
 //! let res = timer.timeout(Duration::from_millis(50), async { 42 }).await;
 //! assert_eq!(res, Ok(42));
 //!
-//! // Netty-style callbacks, run on the timer's driver task.
+//! // Netty-style callbacks, run by the timer's driver.
 //! let task = timer.schedule(Duration::from_millis(5), || println!("fired"));
-//! # drop(task);
+//! timer.sleep(Duration::from_millis(10)).await; // the task runs meanwhile
+//! assert!(task.is_expired());
 //! # }
 //! ```
 //!
@@ -38,7 +39,7 @@
 //!   per timeout ([`Timeout`], [`Interval`], [`Timer::timeout`]) or a
 //!   callback ([`Timer::schedule`]).
 //! * [`DelayQueue`]: one task owns many keyed deadlines and takes out what
-//!   expired from one [`Stream`](futures::Stream): expiring caches, retry and
+//!   expired from one [`Stream`](futures_core::Stream): expiring caches, retry and
 //!   rate-limit maps, session tables. tokio-util's `DelayQueue` API, with
 //!   generation-checked keys.
 //! * [`wheel::Wheel`]: the wheel alone, no clock, no runtime, no lock, for
@@ -48,7 +49,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
-//! use futures::StreamExt;
+//! use futures_util::StreamExt;
 //! use hashwheel::DelayQueue;
 //! use std::time::Duration;
 //!
@@ -62,42 +63,90 @@
 //!
 //! # How the wheel works
 //!
-//! Time is cut into **ticks** ([`Builder::tick`], 1 ms by default) and every
-//! deadline is rounded *up* to a tick, so nothing fires early. A wheel has
-//! [`wheel_size`](Builder::wheel_size) **buckets** (512 by default, a power
-//! of two); tick `t` belongs to bucket `t % wheel_size`, and one turn of the
-//! wheel is a **round** of `wheel_size` ticks.
+//! Every deadline is kept to the **microsecond** (rounded up, so nothing
+//! fires early). Time is cut into **buckets** one [tick](Builder::tick)
+//! wide (1 ms by default, rounded up to a power of two of microseconds:
+//! 1,024 µs); a wheel has [`wheel_size`](Builder::wheel_size) of them (512
+//! by default, a power of two), and one turn of the wheel is a **round**.
 //!
 //! * A timeout due in the current round sits in its bucket. A bucket is a
 //!   doubly linked list threaded through a slab of 32-byte entries by key: no
 //!   allocation per timeout once the slab has grown, no pointers, no
-//!   `unsafe`.
+//!   `unsafe`. Each entry keeps its own deadline: a bucket only partly due
+//!   gives up just its due entries.
 //! * A timeout due in a later round waits in a **round ring** slot keyed by
 //!   its round number, and moves into its bucket when its round begins.
 //!   Netty's wheel stores a remaining-rounds counter in every entry and
 //!   decrements it on every pass, visiting every far timeout on every turn;
 //!   here the ring counts the rounds, so a turn visits only what is due
 //!   (plus, once per turn of the ring, timeouts more than a ring away).
-//! * One tokio task, the **driver**, turns the wheels. It sleeps until the
-//!   next tick that has work (found with occupancy bit sets), not on every
-//!   tick, and not at all while nothing is pending. It wakes expired tasks in
-//!   batches after releasing the lock. If the runtime starves it, it catches
-//!   up on every missed tick in order.
+//! * The **driver** turns the wheels. It is no task: it arms one runtime
+//!   timer (a `tokio::time::Sleep`) for the earliest deadline with work
+//!   (found with occupancy bit sets), and turns when the runtime's timer
+//!   fires it, inside the runtime's own timer processing. So the wakes it
+//!   makes are batched by the runtime exactly as those of `tokio::time` are
+//!   (no worker is unparked per wake), and a timeout completes when a
+//!   `tokio::time::Sleep` with the same deadline would. Nothing pending,
+//!   nothing armed: no wake-ups at all. It wakes expired tasks in batches
+//!   after releasing the lock. If the runtime starves it, it catches up on
+//!   everything overdue, bucket by bucket. With a tick over 1 ms it rings
+//!   only on multiples of the tick: coarser ticks batch more.
 //! * Each thread works on its own **shard** (wheel + lock), so threads
 //!   rarely contend; a timeout stays on the shard it was created on.
 //!
 //! | operation | cost |
 //! |---|---|
-//! | [`Timer::sleep`] | one clock read, no lock (the timeout registers on its first poll) |
+//! | [`Timer::sleep`] | one clock read, no lock (the timeout registers on its first poll; a zero delay never registers) |
 //! | first poll | one uncontended lock, a slab insert and a list push |
 //! | drop / [`Timeout::cancel`] | one lock, a list unlink and a slab remove |
 //! | [`Timeout::reset`] | one clock read, one lock, an unlink and a push |
 //! | expiry | per due entry: an unlink and a wake, outside the lock |
-//! | a turn with nothing due | nothing: the driver is asleep |
+//! | a turn with nothing due | nothing: the alarm is not armed for it |
 //!
 //! Time comes from [`tokio::time::Instant`], so `#[tokio::test(start_paused = true)]`,
 //! `tokio::time::pause` and `tokio::time::advance` work with hashwheel
 //! exactly as with `tokio::time`.
+//!
+//! # Coming from `tokio::time`
+//!
+//! tokio's timer is reached through free functions; hashwheel's through a
+//! [`Timer`] value with the same names. The one name that moves:
+//! [`Timeout`] is the sleep future (the name hashed wheel timers give it),
+//! so a future *with* a deadline is a [`WithTimeout`].
+//!
+//! | `tokio::time` | hashwheel |
+//! |---|---|
+//! | [`sleep`](tokio::time::sleep), [`sleep_until`](tokio::time::sleep_until) → [`Sleep`](tokio::time::Sleep) | [`Timer::sleep`], [`Timer::sleep_until`] → [`Timeout`] (`Unpin`) |
+//! | `Sleep::reset` (pinned), `Sleep::deadline`, `Sleep::is_elapsed` | [`Timeout::reset_at`] or [`Timeout::reset`], [`Timeout::deadline`], [`Timeout::is_expired`] |
+//! | [`timeout`](tokio::time::timeout), [`timeout_at`](tokio::time::timeout_at) → [`Timeout<F>`](tokio::time::Timeout) | [`Timer::timeout`], [`Timer::timeout_at`] → [`WithTimeout<F>`](WithTimeout) |
+//! | [`error::Elapsed`](tokio::time::error::Elapsed) | [`Elapsed`] |
+//! | [`interval`](tokio::time::interval), [`interval_at`](tokio::time::interval_at) → [`Interval`](tokio::time::Interval), [`MissedTickBehavior`](tokio::time::MissedTickBehavior) | [`Timer::interval`], [`Timer::interval_at`] → [`Interval`], [`MissedTickBehavior`] |
+//! | `tower::timeout::TimeoutLayer` | `hashwheel::tower::TimeoutLayer` (feature `tower`) |
+//! | `hyper_util::rt::TokioTimer` | [`Timer`] itself (feature `hyper`) |
+//! | – | [`Timer::schedule`] → [`TaskHandle`] (Netty's `newTimeout`) |
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use std::time::Duration;
+//!
+//! let timer = hashwheel::Timer::new();
+//! let slow = std::future::pending::<()>();
+//!
+//! // tokio::time::sleep(Duration::from_millis(5)).await;
+//! timer.sleep(Duration::from_millis(5)).await;
+//!
+//! // tokio::time::timeout(Duration::from_millis(5), slow).await.is_err()
+//! assert!(timer.timeout(Duration::from_millis(5), slow).await.is_err());
+//!
+//! // let mut sleep = Box::pin(tokio::time::sleep(Duration::from_secs(1)));
+//! // sleep.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(2));
+//! let mut sleep = timer.sleep(Duration::from_secs(1));
+//! sleep.reset(Duration::from_secs(2));
+//! (&mut sleep).await;
+//! assert!(sleep.is_expired()); // tokio: sleep.is_elapsed()
+//! # }
+//! ```
 //!
 //! # When to pick hashwheel over `tokio::time`
 //!
@@ -109,17 +158,39 @@
 //! ([`Timer::schedule`]), a pending limit ([`Builder::max_pending`]) and
 //! [`Timer::stop`].
 //!
-//! Stay with `tokio::time` when you need sub-millisecond resolution (the
-//! smallest tick is 1 ms, and a timeout may fire up to one tick after its
-//! deadline) or hold only a handful of timers.
+//! Stay with `tokio::time` when you hold only a handful of timers. Neither
+//! gives sub-millisecond resolution: both ride the runtime's 1 ms timer.
+//!
+//! # Lateness
+//!
+//! A timeout never fires before its deadline. It fires when a
+//! `tokio::time::Sleep` with the same deadline would: the runtime's timer
+//! works in whole milliseconds, and the driver arms it at the deadline
+//! itself, adding no rounding of its own (with a tick over 1 ms, at the next
+//! multiple of the tick). Under paused time that is the same instant as
+//! tokio's, and a timeout made due by `tokio::time::advance` has been woken
+//! by the time `advance` returns. When the driver turns it fires everything
+//! whose deadline has passed, so a timeout often fires a little before the
+//! runtime's millisecond would have fired a `Sleep`. Measured (workload W4
+//! in the repository's `BENCHMARKS.md`: 100,000 tasks each awaiting a
+//! deadline spread over one second, on a 2-worker runtime, 1 ms tick), a
+//! timeout completes **LATE_P50 ms after its deadline at the median and
+//! LATE_P99 ms at p99**, against TOKIO_P50 ms and TOKIO_P99 ms for
+//! `tokio::time` in the same run. A busy or starved runtime adds its own
+//! delay to both; [`Stats::late_ticks`] shows the driver's part of it.
 //!
 //! # Stopping and shutdown
 //!
 //! [`Timer::stop`] cancels everything: pending timeouts complete with
 //! [`Timeout::is_cancelled`] true, and the tasks that never ran come back.
 //! If the runtime that runs the driver shuts down, the timer stops the same
-//! way, so no timeout hangs. The driver also ends by itself when every
-//! [`Timer`], [`Timeout`] and pending task is gone.
+//! way, so no timeout hangs, and for good: build one `Timer` per runtime (a
+//! `static` `Timer` shared by several `#[tokio::test]`s, each with a runtime
+//! of its own, stops with the first; later calls panic saying so). A
+//! [`Timer::timeout`] cut short by a stop fails with an [`Elapsed`] whose
+//! [`is_timer_stopped`](Elapsed::is_timer_stopped) is true. The driver also
+//! ends by itself when every [`Timer`], [`Timeout`] and pending task is
+//! gone.
 //!
 //! # More
 //!
@@ -132,8 +203,9 @@
 //!   late ticks, cheap enough to leave on.
 //! * Feature `hyper`: `impl hyper::rt::Timer for Timer`, so hyper 1.x servers
 //!   run their header-read timeout and other sleeps on the wheel.
-//! * Feature `tower`: `tower::TimeoutLayer`, a tower 0.5 middleware that fails
-//!   late requests with [`Elapsed`] inside a `tower::BoxError`.
+//! * Feature `tower`: `tower::TimeoutLayer`, a drop-in for tower 0.5's own
+//!   `TimeoutLayer`: late requests fail with tower's own
+//!   `tower::timeout::error::Elapsed` inside a `tower::BoxError`.
 //!
 #![doc = include_str!("../docs/GUARANTEES.md")]
 #![forbid(unsafe_code)]
@@ -186,6 +258,11 @@ pub use task::TaskHandle;
 pub use timeout::{Timeout, WithTimeout};
 #[cfg(feature = "tokio")]
 pub use timer::{Builder, Timer};
+
+/// The README's Rust examples, run as doctests so that they keep working.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 /// Entry points for `cargo fuzz` (see `fuzz/README.md`); compiled only with
 /// `--cfg fuzzing`, never part of the API.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Waker};
 use std::time::Duration;
@@ -21,7 +21,7 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
-use crate::error::Error;
+use crate::error::{Error, StopReason};
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
@@ -41,7 +41,13 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
+    /// Converts durations to the wheel's time unit, the microsecond
+    /// ([`UNIT_NS`]): deadlines keep that resolution, so the timer adds no
+    /// rounding of its own to the runtime's 1 ms.
     pub(crate) ticks: Ticks,
+    /// The tick in microseconds: the width of a bucket and, above 1 ms, the
+    /// grid the alarm rings on (batching).
+    pub(crate) tick_us: u64,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
@@ -53,7 +59,8 @@ pub(crate) struct Common {
     pub(crate) turn_state: AtomicU8,
     /// Ends the driver's guard task once the timer is stopped or gone.
     pub(crate) ended: Arc<Notify>,
-    stopped: AtomicBool,
+    /// `RUNNING`, or why the timer stopped (see [`Common::stop_reason`]).
+    stopped: AtomicU8,
     max_pending: Option<usize>,
     /// Pending count over all shards; kept only under a `max_pending` limit,
     /// so unlimited timers never touch a shared counter.
@@ -62,6 +69,8 @@ pub(crate) struct Common {
     pub(crate) wakeups: AtomicU64,
     /// Ticks the driver found itself behind when it woke, summed.
     pub(crate) late_ticks: AtomicU64,
+    /// Times the alarm was armed (see [`Stats::alarm_arms`]).
+    pub(crate) alarm_arms: AtomicU64,
     /// Pending tasks, and a reference to the `Shared` while there are any
     /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
@@ -176,7 +185,7 @@ impl Shared {
     /// The shards of a new timer, with nothing pending.
     pub(crate) fn new(
         tick: Duration,
-        tick_ns: u64,
+        tick_us: u64,
         wheel_size: usize,
         ring: usize,
         shards: usize,
@@ -184,23 +193,25 @@ impl Shared {
     ) -> Arc<Shared> {
         let common = Arc::new(Common {
             start: Instant::now(),
-            ticks: Ticks::new(tick_ns),
+            ticks: Ticks::new(UNIT_NS),
+            tick_us,
             planned: AtomicU64::new(u64::MAX),
             alarm: Mutex::new(None),
             turn_state: AtomicU8::new(IDLE),
             ended: Arc::new(Notify::new()),
-            stopped: AtomicBool::new(false),
+            stopped: AtomicU8::new(RUNNING),
             max_pending,
             reserved: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
             late_ticks: AtomicU64::new(0),
+            alarm_arms: AtomicU64::new(0),
             keep_alive: Mutex::new((0, None)),
         });
         let shards = (0..shards)
             .map(|_| {
                 Arc::new(Shard {
                     state: Mutex::new(ShardState {
-                        wheel: Wheel::new(wheel_size, ring),
+                        wheel: Wheel::with_resolution(wheel_size, ring, bucket_res(tick_us)),
                         tasks: HashMap::new(),
                         counts: Counts::default(),
                         released: 0,
@@ -288,6 +299,7 @@ impl Shared {
             reset: 0,
             driver_wakeups: self.common.wakeups.load(Ordering::Relaxed),
             late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
+            alarm_arms: self.common.alarm_arms.load(Ordering::Relaxed),
         };
         for shard in self.shards.iter() {
             let state = shard.lock();
@@ -316,18 +328,32 @@ impl Shared {
     }
 
     pub(crate) fn stop(&self) -> Vec<Arc<TaskInner>> {
-        stop(&self.common, self.shards.iter().cloned())
+        stop(
+            &self.common,
+            self.shards.iter().cloned(),
+            StopReason::Stopped,
+        )
     }
 }
 
+/// The wheel's time unit in nanoseconds: a microsecond.
+pub(crate) const UNIT_NS: u64 = 1_000;
+
+/// log2 of the bucket width in microseconds: the tick, rounded up to a power
+/// of two so a bucket is a shift of the deadline (1,024 µs for 1 ms).
+fn bucket_res(tick_us: u64) -> u32 {
+    tick_us.next_power_of_two().trailing_zeros().min(31)
+}
+
 impl Common {
-    /// The last tick that has begun by the clock.
+    /// The time by the clock, in microseconds since the timer's start,
+    /// rounded down: what is due at or before it has passed.
     pub(crate) fn now_tick(&self) -> u64 {
         let since = Instant::now().saturating_duration_since(self.start);
         self.ticks.floor(since).unwrap_or(u64::MAX)
     }
 
-    /// The first tick at or after `delay` from now: [`tick_of`](Self::tick_of)
+    /// `delay` from now, rounded up to the microsecond: [`tick_of`](Self::tick_of)
     /// of `now + delay`, with one `Instant` subtraction instead of an
     /// addition and a subtraction (this is the schedule and reset path).
     /// A sum that overflows means [`NEVER`].
@@ -339,7 +365,7 @@ impl Common {
         }
     }
 
-    /// The first tick at or after `deadline`.
+    /// `deadline`, rounded up to the microsecond.
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         match deadline.checked_duration_since(self.start) {
             None => 0,
@@ -349,10 +375,10 @@ impl Common {
         }
     }
 
-    /// The instant tick `tick` begins.
+    /// The instant of time `tick` (microseconds since the start).
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
         // In u128: a `u64` of nanoseconds ends after 584 years, well inside
-        // the wheel's range (over 2,000 years at a 1 ms tick).
+        // the wheel's range (146,000 years of microseconds).
         let ns = u128::from(tick) * u128::from(self.ticks.tick_ns());
         let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
         let since = Duration::new(secs, (ns % 1_000_000_000) as u32);
@@ -363,7 +389,16 @@ impl Common {
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
+        self.stopped.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Why the timer stopped, if it did.
+    pub(crate) fn stop_reason(&self) -> Option<StopReason> {
+        match self.stopped.load(Ordering::Acquire) {
+            RUNNING => None,
+            STOPPED => Some(StopReason::Stopped),
+            _ => Some(StopReason::RuntimeShutDown),
+        }
     }
 
     /// A pending entry now waits for `tick`: arm the alarm earlier if it was
@@ -371,7 +406,8 @@ impl Common {
     /// it is done, from `planned`.
     /// to sleep past it. Called after the shard's lock is released.
     pub(crate) fn note_deadline(&self, tick: u64) {
-        if tick < self.planned.load(Ordering::Acquire)
+        if tick < NEVER
+            && tick < self.planned.load(Ordering::Acquire)
             && self.planned.fetch_min(tick, Ordering::SeqCst) > tick
             && self.turn_state.load(Ordering::SeqCst) == IDLE
         {
@@ -402,22 +438,34 @@ impl Common {
                 return;
             }
             alarm.armed = tick;
-            if tick == u64::MAX {
+            if tick >= NEVER {
+                // "Never" (or nothing pending) rings at no instant: an
+                // alarm at a far but fixed instant would ring, past it,
+                // on every turn.
                 return;
             }
             let instant = self.alarm_instant(tick);
+            self.alarm_arms.fetch_add(1, Ordering::Relaxed);
             let Alarm { sleep, waker, .. } = alarm;
-            let ready = arming(|| {
-                // The runtime wakes the alarm from inside `reset` when the
-                // instant has passed; `arming` records that wake.
-                sleep.as_mut().reset(instant);
-                // Outside the task's budget: a budget-limited poll would
-                // wake the driver instead of registering.
-                let mut poll = tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
-                Pin::new(&mut poll)
-                    .poll(&mut Context::from_waker(waker))
-                    .is_ready()
-            });
+            // An insert already due (registered after its deadline) turns
+            // now rather than at the runtime's next millisecond. The driver's
+            // own re-arm goes through the runtime's timer even when work
+            // came due during the turn: it then rings at the runtime's next
+            // millisecond with whatever else is due, as tokio's own timers
+            // do, rather than turning again and again for each deadline.
+            let ready = !force && instant <= Instant::now()
+                || arming(|| {
+                    // The runtime wakes the alarm from inside `reset` when the
+                    // instant has passed; `arming` records that wake.
+                    sleep.as_mut().reset(instant);
+                    // Outside the task's budget: a budget-limited poll would
+                    // wake the driver instead of registering.
+                    let mut poll =
+                        tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
+                    Pin::new(&mut poll)
+                        .poll(&mut Context::from_waker(waker))
+                        .is_ready()
+                });
             if ready {
                 alarm.armed = u64::MAX;
             }
@@ -430,9 +478,17 @@ impl Common {
         }
     }
 
-    /// The instant the alarm rings for `tick`.
+    /// The instant the alarm rings for work due at `tick`: that very
+    /// instant for a tick of 1 ms (the runtime's own timer rounds it up to
+    /// its millisecond, as for a `tokio::time::Sleep` at the same deadline),
+    /// else the next multiple of the tick since the start, so that a
+    /// coarser tick batches expiries (at most one turn per tick).
     fn alarm_instant(&self, tick: u64) -> Instant {
-        self.instant_of(tick)
+        if self.tick_us <= 1_000 {
+            self.instant_of(tick)
+        } else {
+            self.instant_of(tick.div_ceil(self.tick_us).saturating_mul(self.tick_us))
+        }
     }
 
     /// `n` tasks ran or were cancelled; the last one lets the timer go.
@@ -472,8 +528,8 @@ impl Shard {
     /// Counts a new pending timeout or task.
     pub(crate) fn acquire(&self) -> Result<(), Error> {
         let common = &*self.common;
-        if common.is_stopped() {
-            return Err(Error::stopped());
+        if let Some(reason) = common.stop_reason() {
+            return Err(Error::stopped(reason));
         }
         if let Some(max) = common.max_pending {
             if common.reserved.fetch_add(1, Ordering::AcqRel) >= max {
@@ -542,14 +598,24 @@ impl Drop for Common {
     }
 }
 
-/// Cancels everything pending on `shards` and marks the timer stopped.
-/// Returns the tasks that never ran; wakes every pending timeout, outside
-/// the locks.
+/// Cancels everything pending on `shards` and marks the timer stopped, for
+/// `reason`. Returns the tasks that never ran, with their closures unless
+/// the runtime shut down; wakes every pending timeout, outside the locks.
+/// Only the first stop counts.
 pub(crate) fn stop(
     common: &Common,
     shards: impl Iterator<Item = Arc<Shard>>,
+    reason: StopReason,
 ) -> Vec<Arc<TaskInner>> {
-    if common.stopped.swap(true, Ordering::AcqRel) {
+    let stopped = match reason {
+        StopReason::Stopped => STOPPED,
+        StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
+    };
+    if common
+        .stopped
+        .compare_exchange(RUNNING, stopped, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
         return Vec::new();
     }
     let mut tasks = Vec::new();
@@ -578,8 +644,12 @@ pub(crate) fn stop(
             shard.release_locked(state, drained);
         }
         common.tasks_done(shard_tasks.len());
-        for task in &shard_tasks {
-            drop(task.take_task());
+        if reason == StopReason::RuntimeShutDown {
+            // No one gets these tasks back: free what their closures own.
+            // After `Timer::stop` the caller may take them and run them.
+            for task in &shard_tasks {
+                drop(task.take_task());
+            }
         }
         timeouts += drained - shard_tasks.len();
         wake_all(wakers);
@@ -597,6 +667,14 @@ pub(crate) fn stop(
     );
     tasks
 }
+
+/// The states of [`Common::stopped`]: running, or stopped and why. It
+/// leaves `RUNNING` once, in [`stop`].
+const RUNNING: u8 = 0;
+/// Stopped by [`Timer::stop`](crate::Timer::stop).
+const STOPPED: u8 = 1;
+/// Stopped because the runtime that ran the driver shut down.
+const RUNTIME_SHUT_DOWN: u8 = 2;
 
 /// An instant about 30 years out, as tokio uses for "never".
 pub(crate) fn far_future(from: Instant) -> Instant {

@@ -41,10 +41,19 @@ pub struct Stats {
     /// Times the driver woke up to turn the wheels: as
     /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
     pub driver_wakeups: u64,
-    /// Ticks the driver was behind the clock when it woke, past the tick it
-    /// had planned to wake at, summed over its wake-ups. A tick now and then
-    /// is tokio's own rounding (its timer wakes the driver on a 1 ms grid of
-    /// its own); a steady climb means a starved runtime, whose timeouts fire
-    /// late by as much.
+    /// Whole ticks the driver was behind the deadline it was armed for when
+    /// it woke, summed over its wake-ups: the driver's own delay. The
+    /// runtime's timer rings up to 1 ms after a deadline (it works in whole
+    /// milliseconds, for `tokio::time::Sleep` too), so with the default 1 ms
+    /// tick this stays near zero on a healthy runtime (see
+    /// [Lateness](crate#lateness) for the measured figures); a steady climb
+    /// means a starved runtime, whose timeouts fire late by as much.
     pub late_ticks: u64,
+    /// Times the driver's alarm (one runtime timer per [`Timer`](crate::Timer))
+    /// was armed or moved: once after a turn with work left, and once for
+    /// an insert earlier than everything pending. Each may wake a parked
+    /// worker of the runtime, so on a steady load it stays at about one
+    /// per driver wake-up; resets and re-arms of timeouts that are not the
+    /// earliest do not touch it.
+    pub alarm_arms: u64,
 }

@@ -10,7 +10,8 @@ use tokio::time::Instant;
 use crate::shard::{TaskInner, CANCELLED, EXPIRED, PENDING};
 
 /// A handle to a callback scheduled with
-/// [`Timer::schedule`](crate::Timer::schedule).
+/// [`Timer::schedule`](crate::Timer::schedule): the counterpart of Netty's
+/// `Timeout` (tokio has none).
 ///
 /// Cheap to clone. Dropping it does **not** cancel the task: call
 /// [`cancel`](TaskHandle::cancel).
@@ -76,6 +77,87 @@ impl TaskHandle {
         // The callback may own anything: drop it outside the lock.
         drop(inner.take_task());
         true
+    }
+
+    /// Takes back the closure of a task that [`Timer::stop`] cancelled
+    /// before it ran, to run it now or elsewhere: the counterpart of
+    /// Netty's `Timeout.task()` on what `stop()` returns.
+    ///
+    /// `None` if the task is still pending, ran, was cancelled with
+    /// [`cancel`](TaskHandle::cancel) (which drops the closure), or was taken
+    /// already, through this handle or a clone: a closure comes back once.
+    /// When the runtime that ran the driver shuts down, the timer stops
+    /// without handing tasks back and drops their closures, so this is
+    /// `None` then too. The closure lives until it is taken or every handle
+    /// to the task is dropped.
+    ///
+    /// [`Timer::stop`]: crate::Timer::stop
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let handle = timer.schedule(Duration::from_secs(1), || println!("flushed"));
+    /// assert!(handle.take_task().is_none(), "pending: the timer runs it");
+    /// for task in timer.stop() {
+    ///     // Run what never ran, elsewhere.
+    ///     let closure = task.take_task().unwrap();
+    ///     tokio::task::spawn_blocking(closure).await.unwrap();
+    /// }
+    /// assert!(handle.take_task().is_none(), "taken already");
+    /// # }
+    /// ```
+    pub fn take_task(&self) -> Option<Box<dyn FnOnce() + Send + 'static>> {
+        if self.is_cancelled() {
+            self.inner.take_task()
+        } else {
+            None
+        }
+    }
+
+    /// Runs, here and now on the caller, a task that [`Timer::stop`]
+    /// cancelled before it ran; returns whether it ran. As
+    /// [`take_task`](TaskHandle::take_task) followed by a call: `false`
+    /// for a task still pending, one that ran, one cancelled with
+    /// [`cancel`](TaskHandle::cancel), or one taken or run already. A panic
+    /// in the task is not caught.
+    ///
+    /// [`Timer::stop`]: crate::Timer::stop
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// let flushed = Arc::new(AtomicUsize::new(0));
+    /// let count = flushed.clone();
+    /// timer.schedule(Duration::from_secs(60), move || {
+    ///     count.fetch_add(1, Ordering::SeqCst);
+    /// });
+    /// // Shutting down: run what never ran instead of losing it.
+    /// let never_ran = timer.stop();
+    /// assert!(never_ran.iter().all(|task| task.run()));
+    /// assert_eq!(flushed.load(Ordering::SeqCst), 1);
+    /// assert!(!never_ran[0].run(), "a task runs once");
+    /// # }
+    /// ```
+    pub fn run(&self) -> bool {
+        match self.take_task() {
+            Some(task) => {
+                task();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Whether the deadline passed and the task ran (or is running).

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use crate::error::Elapsed;
+use crate::error::{Elapsed, StopReason};
 use crate::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::raw::{Key, State, NEVER};
 
@@ -21,8 +21,8 @@ use crate::wheel::raw::{Key, State, NEVER};
 // | bits  | meaning                                                  |
 // |-------|----------------------------------------------------------|
 // | 62-63 | kind: one of the four below                              |
-// | 46-61 | zero                                                     |
-// | 0-45  | deadline tick, or the slab key while `REGISTERED`        |
+// | 0-61  | deadline (µs since the timer's start), or the slab key   |
+// |       | while `REGISTERED`                                       |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -40,9 +40,14 @@ const UNREGISTERED: u64 = 0b00 << 62;
 const REGISTERED: u64 = 0b01 << 62;
 const FIRED: u64 = 0b10 << 62;
 const CANCELLED: u64 = 0b11 << 62;
-const LOW_MASK: u64 = (1 << 46) - 1;
+const LOW_MASK: u64 = (1 << 62) - 1;
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
+///
+/// The counterpart of tokio's [`Sleep`](tokio::time::Sleep), the future of
+/// [`tokio::time::sleep`] (the design of hashed wheel timers names it a
+/// timeout). A future *with* a deadline, tokio's
+/// [`tokio::time::Timeout<F>`], is [`WithTimeout`] here.
 ///
 /// Created by [`Timer::sleep`](crate::Timer::sleep) and
 /// [`Timer::sleep_until`](crate::Timer::sleep_until). It is `Unpin`, so it
@@ -76,6 +81,7 @@ const LOW_MASK: u64 = (1 << 46) - 1;
 /// # }
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
+#[doc(alias = "Sleep")]
 pub struct Timeout {
     shard: Arc<Shard>,
     word: u64,
@@ -86,6 +92,15 @@ impl Timeout {
         Timeout {
             shard,
             word: UNREGISTERED | tick.min(NEVER),
+        }
+    }
+
+    /// A timeout that completed as it was created (its deadline had
+    /// passed): ready on its first poll, counted as fired, never pending.
+    pub(crate) fn fired(shard: Arc<Shard>, tick: u64) -> Timeout {
+        Timeout {
+            shard,
+            word: FIRED | tick.min(NEVER),
         }
     }
 
@@ -110,8 +125,9 @@ impl Timeout {
         self.shard.lock().wheel.state(self.key())
     }
 
-    /// The instant this timeout completes: its deadline rounded up to the
-    /// timer's tick. About 30 years out for a timeout that never completes.
+    /// The instant this timeout completes: its deadline, to the microsecond
+    /// (rounded up). About 30 years out for a timeout that never completes.
+    /// The counterpart of tokio's `Sleep::deadline`.
     ///
     /// # Examples
     ///
@@ -124,8 +140,7 @@ impl Timeout {
     /// let timer = hashwheel::Timer::new();
     /// let deadline = Instant::now() + Duration::from_secs(2);
     /// let timeout = timer.sleep_until(deadline);
-    /// assert!(timeout.deadline() >= deadline);
-    /// assert!(timeout.deadline() < deadline + timer.tick());
+    /// assert_eq!(timeout.deadline(), deadline);
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {
@@ -137,9 +152,9 @@ impl Timeout {
         self.shard.common.instant_of(tick)
     }
 
-    /// Whether the timeout reached its deadline. A timeout that was never
-    /// polled is not registered yet and reports `false`, as tokio's `Sleep`
-    /// does.
+    /// Whether the timeout reached its deadline: the counterpart of tokio's
+    /// `Sleep::is_elapsed`. A timeout that was never polled is not
+    /// registered yet and reports `false`, as tokio's `Sleep` does.
     ///
     /// # Examples
     ///
@@ -155,6 +170,7 @@ impl Timeout {
     /// assert!(t.is_expired());
     /// # }
     /// ```
+    #[doc(alias = "is_elapsed")]
     pub fn is_expired(&self) -> bool {
         match self.kind() {
             FIRED => true,
@@ -212,8 +228,18 @@ impl Timeout {
 
     /// Moves the deadline to `delay` from now, in O(1). Works whether the
     /// timeout is pending or already fired; a fired timeout becomes pending
-    /// again and can be awaited again. A timeout cancelled by the timer
-    /// stopping stays cancelled.
+    /// again and can be awaited again. The counterpart of tokio's
+    /// `Sleep::reset`, without the `Pin`.
+    ///
+    /// # After the timer stopped
+    ///
+    /// Once the timer is stopped ([`Timer::stop`](crate::Timer::stop), or the
+    /// shutdown of the runtime that ran its driver), `reset` is ignored: no
+    /// driver is left to fire the new deadline. A timeout that already fired
+    /// stays fired ([`is_expired`](Timeout::is_expired) true, ready at once)
+    /// rather than becoming pending for ever, and a pending one stays
+    /// cancelled. Check [`Timer::is_stopped`](crate::Timer::is_stopped) where
+    /// that matters.
     ///
     /// # Examples
     ///
@@ -229,6 +255,14 @@ impl Timeout {
     /// assert!(!t.is_expired());
     /// (&mut t).await;
     /// assert!(t.is_expired());
+    ///
+    /// // Ignored once the timer is stopped: `t` stays fired.
+    /// timer.stop();
+    /// t.reset(Duration::from_secs(10));
+    /// assert!(t.is_expired());
+    /// let start = tokio::time::Instant::now();
+    /// (&mut t).await;
+    /// assert_eq!(start.elapsed(), Duration::ZERO);
     /// # }
     /// ```
     pub fn reset(&mut self, delay: Duration) {
@@ -236,7 +270,8 @@ impl Timeout {
         self.reset_tick(tick);
     }
 
-    /// Moves the deadline to `deadline`, in O(1): as [`reset`](Timeout::reset).
+    /// Moves the deadline to `deadline`, in O(1): as [`reset`](Timeout::reset),
+    /// and like it ignored once the timer is stopped.
     ///
     /// # Examples
     ///
@@ -301,6 +336,20 @@ impl Timeout {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Why the timer stopped, if it did.
+    pub(crate) fn timer_stop_reason(&self) -> Option<StopReason> {
+        self.shard.common.stop_reason()
+    }
+
+    /// The error of a deadline that completed: the deadline passed, or the
+    /// timer stopped first (and cancelled it).
+    pub(crate) fn elapsed(&self) -> Elapsed {
+        match self.timer_stop_reason() {
+            Some(reason) if self.is_cancelled() => Elapsed::timer_stopped(reason),
+            _ => Elapsed::deadline(),
         }
     }
 
@@ -425,8 +474,12 @@ pin_project! {
     /// resolves to the future's output, or to [`Elapsed`] if the deadline
     /// comes first.
     ///
+    /// The counterpart of tokio's [`tokio::time::Timeout<F>`]; the name
+    /// [`Timeout`] belongs to the sleep future here.
+    ///
     /// `Unpin` when the future is. If the timer stops before the future
-    /// completes, it resolves to [`Elapsed`] too.
+    /// completes, it resolves to an [`Elapsed`] with
+    /// [`is_timer_stopped`](Elapsed::is_timer_stopped) true.
     ///
     /// # Examples
     ///
@@ -561,6 +614,9 @@ impl<F: Future> Future for WithTimeout<F> {
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        Pin::new(this.timeout).poll(cx).map(|()| Err(Elapsed(())))
+        let timeout = this.timeout;
+        Pin::new(&mut *timeout)
+            .poll(cx)
+            .map(|()| Err(timeout.elapsed()))
     }
 }

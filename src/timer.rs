@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::driver;
 use crate::error::Error;
 use crate::interval::Interval;
-use crate::shard::{far_future, Shared, TaskInner};
+use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 use crate::timeout::{Timeout, WithTimeout};
@@ -31,7 +31,14 @@ const MIN_RING: usize = 64;
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
-/// by one tokio task.
+/// inside the runtime's own timer processing.
+///
+/// Where tokio's timer is implicit (the runtime's time driver, reached by
+/// the free functions of [`tokio::time`]), hashwheel's is a value: its
+/// methods are those functions. [`sleep`](Timer::sleep) is
+/// [`tokio::time::sleep`], [`timeout`](Timer::timeout) is
+/// [`tokio::time::timeout`], [`interval`](Timer::interval) is
+/// [`tokio::time::interval`], and so on.
 ///
 /// Create timeouts with [`sleep`](Timer::sleep) and friends, wrap futures
 /// with [`timeout`](Timer::timeout), run callbacks with
@@ -77,6 +84,16 @@ pub struct Timer {
 /// assert_eq!(timer.tick(), Duration::from_millis(10));
 /// # }
 /// ```
+///
+/// Its methods are `#[must_use]`: a chain that never reaches
+/// [`build`](Builder::build) builds nothing, and the compiler says so.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # fn main() {
+/// hashwheel::Timer::builder().tick(std::time::Duration::from_millis(10));
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Builder {
     tick: Duration,
@@ -90,9 +107,16 @@ impl Timer {
     /// A timer with a 1 ms tick, 512 buckets and no pending limit, driven on
     /// the current tokio runtime.
     ///
+    /// One `Timer` per runtime: the driver runs on this runtime, and when the
+    /// runtime shuts down the timer stops for good (a `static` `Timer`
+    /// shared by several `#[tokio::test]`s, each with its own runtime, stops
+    /// with the first).
+    ///
     /// # Panics
     ///
-    /// Outside a tokio runtime. Use [`Timer::builder`] with
+    /// Outside a tokio runtime, or on a runtime without a time driver (built
+    /// without `enable_time()` or `enable_all()`), with the message of the
+    /// error [`Builder::build`] returns. Use [`Timer::builder`] with
     /// [`Builder::handle`] to pick a runtime instead.
     ///
     /// # Examples
@@ -124,15 +148,21 @@ impl Timer {
     /// assert_eq!(timer.wheel_size(), 64);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn builder() -> Builder {
         Builder::new()
     }
 
-    /// A [`Timeout`] that completes `delay` from now.
+    /// A [`Timeout`] that completes `delay` from now: the counterpart of
+    /// [`tokio::time::sleep`].
     ///
-    /// The deadline is rounded up to the next tick: the timeout never
-    /// completes early, and under an unstarved runtime at most one tick late.
-    /// A `delay` so long that the deadline overflows means "never".
+    /// The deadline is kept to the microsecond: the timeout never completes
+    /// early, and completes when a `tokio::time::Sleep` with the same
+    /// deadline would (the runtime's timer has a 1 ms resolution), or, with
+    /// a [tick](Builder::tick) over 1 ms, at the next multiple of the tick:
+    /// see [Lateness](crate#lateness) for the figures on the real clock.
+    /// A zero `delay` completes on the first poll. A `delay` so long that
+    /// the deadline overflows means "never".
     ///
     /// # Panics
     ///
@@ -157,8 +187,9 @@ impl Timer {
         unwrap(self.try_sleep(delay))
     }
 
-    /// A [`Timeout`] that completes at `deadline`. A deadline in the past
-    /// completes on the first poll.
+    /// A [`Timeout`] that completes at `deadline`: the counterpart of
+    /// [`tokio::time::sleep_until`]. A deadline at or before now completes
+    /// on the first poll, without registering in the wheel.
     ///
     /// # Panics
     ///
@@ -208,7 +239,7 @@ impl Timer {
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Timeout, Error> {
         let tick = self.shared.common.tick_after(delay);
-        self.timeout_at_tick(tick)
+        self.timeout_at_tick(tick, delay.is_zero())
     }
 
     /// Like [`sleep_until`](Timer::sleep_until), but returns an error instead
@@ -230,20 +261,46 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Timeout, Error> {
-        self.timeout_at_tick(self.shared.tick_of(deadline))
+        let due = deadline <= Instant::now();
+        self.timeout_at_tick(self.shared.tick_of(deadline), due)
     }
 
-    fn timeout_at_tick(&self, tick: u64) -> Result<Timeout, Error> {
-        let shard = self.shared.current_shard();
-        self.shared.acquire(shard)?;
-        Ok(Timeout::new(self.shared.shards[shard].clone(), tick))
+    /// A timeout at `tick`; `due` if its deadline is not after the instant
+    /// it is created: it then completes on its first poll and never
+    /// registers (zero delays and past deadlines cost no trip through the
+    /// driver).
+    fn timeout_at_tick(&self, tick: u64, due: bool) -> Result<Timeout, Error> {
+        let shard = &self.shared.shards[self.shared.current_shard()];
+        if due {
+            if let Some(reason) = self.shared.common.stop_reason() {
+                return Err(Error::stopped(reason));
+            }
+            AtomicCounts::add(&shard.unlocked.fired);
+            return Ok(Timeout::fired(shard.clone(), tick));
+        }
+        shard.acquire()?;
+        Ok(Timeout::new(shard.clone(), tick))
     }
 
     /// Runs `fut` with a deadline `delay` from now: resolves to its output,
     /// or to [`Elapsed`](crate::Elapsed) if the deadline comes first.
     ///
+    /// The counterpart of [`tokio::time::timeout`]. It returns a
+    /// [`WithTimeout`], tokio's [`Timeout<F>`](tokio::time::Timeout): in
+    /// hashwheel the name [`Timeout`] belongs to the sleep future.
+    ///
     /// The future is polled before the deadline is checked, so a future that
     /// is ready in time wins a tie.
+    ///
+    /// # Errors
+    ///
+    /// [`Elapsed`](crate::Elapsed) once the deadline passes. If the timer
+    /// stops first, by [`stop`](Timer::stop) or because the runtime that ran
+    /// its driver shut down, the deadline can never pass: the future resolves
+    /// at once to an `Elapsed` with
+    /// [`is_timer_stopped`](crate::Elapsed::is_timer_stopped) true, whose
+    /// message says why ("the runtime that ran this timer's driver has shut
+    /// down; build one Timer per runtime").
     ///
     /// # Panics
     ///
@@ -268,7 +325,7 @@ impl Timer {
     }
 
     /// Runs `fut` with a deadline: as [`timeout`](Timer::timeout), at an
-    /// instant.
+    /// instant. The counterpart of [`tokio::time::timeout_at`].
     ///
     /// # Panics
     ///
@@ -297,10 +354,13 @@ impl Timer {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
     }
 
-    /// Runs `task` once on the driver after `delay`, Netty style.
+    /// Runs `task` once on the driver after `delay`, Netty style: the
+    /// counterpart of Netty's `HashedWheelTimer.newTimeout`; tokio has none
+    /// (spawn a task that sleeps).
     ///
-    /// The task runs on the driver task, so it should be short: spawn
-    /// anything longer. A task that panics is caught and reported with
+    /// The task runs on the driver, inside the runtime's timer processing on
+    /// one of its threads, so it should be short: spawn anything longer (a
+    /// slow task delays every other timeout of the timer). A task that panics is caught and reported with
     /// `tracing::warn!`; the timer goes on. Dropping the returned
     /// [`TaskHandle`] does not cancel the task; [`TaskHandle::cancel`] does.
     /// A pending task keeps the driver running even after every `Timer` is
@@ -368,10 +428,10 @@ impl Timer {
         self.shared.acquire(shard)?;
         let inner = {
             let mut state = self.shared.lock(shard);
-            if self.shared.is_stopped() {
+            if let Some(reason) = self.shared.common.stop_reason() {
                 drop(state);
                 self.shared.release(shard, 1);
-                return Err(Error::stopped());
+                return Err(Error::stopped(reason));
             }
             let key = state.wheel.vacant_key();
             let inner = Arc::new(TaskInner::new(
@@ -418,10 +478,18 @@ impl Timer {
     /// Stops the timer: cancels every pending timeout and task, ends the
     /// driver, and returns the tasks that never ran (marked cancelled).
     ///
+    /// Each returned task keeps its closure, as Netty's `stop()` does: run
+    /// it with [`TaskHandle::run`], or take it with
+    /// [`TaskHandle::take_task`] to run it elsewhere; dropping the handles
+    /// drops the closures.
+    ///
     /// Every pending [`Timeout`] is woken and completes, with
     /// [`Timeout::is_cancelled`] true. Afterwards [`sleep`](Timer::sleep) and
     /// [`schedule`](Timer::schedule) panic and their `try_` forms return an
     /// error with [`Error::is_stopped`]. Stopping again returns nothing.
+    ///
+    /// The shutdown of the runtime that runs the driver stops the timer the
+    /// same way, for good; the errors and panics then say so.
     ///
     /// # Examples
     ///
@@ -462,7 +530,8 @@ impl Timer {
         self.shared.is_stopped()
     }
 
-    /// The tick: the resolution of every deadline.
+    /// The tick: the width of a bucket and the driver's unit of batching
+    /// (see [`Builder::tick`]).
     ///
     /// # Examples
     ///
@@ -505,7 +574,7 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let mut burst: Vec<_> = (0..1000).map(|_| timer.sleep(Duration::from_secs(9))).collect();
     /// for t in &mut burst {
-    ///     futures::poll!(t); // registers it
+    ///     futures_util::poll!(t); // registers it
     /// }
     /// drop(burst);
     /// assert!(timer.shrink() > 0);
@@ -573,6 +642,7 @@ impl Timer {
     /// An [`Interval`] that ticks every `period`, the first tick at once.
     ///
     /// Same as [`interval_at(Instant::now(), period)`](Timer::interval_at).
+    /// The counterpart of [`tokio::time::interval`].
     ///
     /// # Panics
     ///
@@ -602,7 +672,7 @@ impl Timer {
     }
 
     /// An [`Interval`] whose first tick is at `start`, then one every
-    /// `period`.
+    /// `period`: the counterpart of [`tokio::time::interval_at`].
     ///
     /// # Panics
     ///
@@ -679,7 +749,9 @@ impl Timer {
         if period.is_zero() {
             return Err(Error::invalid_config("interval period must be non-zero"));
         }
-        let timeout = self.try_sleep_until(start)?;
+        // Not completed at creation even if `start` has passed: the
+        // interval holds its entry for good, and counts as pending.
+        let timeout = self.timeout_at_tick(self.shared.tick_of(start), false)?;
         Ok(Interval::new(timeout, start, period, self.tick()))
     }
 }
@@ -694,6 +766,19 @@ impl fmt::Debug for Timer {
             .field("stopped", &self.is_stopped())
             .finish_non_exhaustive()
     }
+}
+
+/// Whether the runtime of `handle` has a time driver, which the driver task
+/// sleeps on. Without one the driver would panic on its first sleep and the
+/// timer stop itself, so that every timeout completed at once.
+///
+/// tokio has no query for this. Creating a `Sleep` (which registers only
+/// when polled) panics without a time driver, so the check creates one under
+/// `catch_unwind`: the panic hook reports tokio's message as the check runs,
+/// and a `panic = "abort"` build aborts with it.
+fn has_time_driver(handle: &Handle) -> bool {
+    let _runtime = handle.enter();
+    std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
 }
 
 #[track_caller]
@@ -723,6 +808,7 @@ impl Builder {
     /// assert_eq!(timer.tick(), std::time::Duration::from_millis(1));
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn new() -> Builder {
         Builder {
             tick: MIN_TICK,
@@ -733,8 +819,16 @@ impl Builder {
         }
     }
 
-    /// The tick: deadlines are rounded up to it. Ticks under 1 ms are raised
-    /// to 1 ms (tokio's own resolution) with a `tracing` warning; zero is an
+    /// The tick: the width of a bucket, and the driver's unit of batching.
+    ///
+    /// Deadlines keep their microseconds whatever the tick. With the
+    /// default 1 ms (the runtime timer's own resolution) the timer adds no
+    /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
+    /// deadline would. A coarser tick batches: the driver turns at most once
+    /// per tick, on multiples of the tick since the timer was built, so a
+    /// timeout fires at the first of them at or after its deadline (at most
+    /// one tick late), and far fewer wake-ups serve many timeouts. Ticks
+    /// under 1 ms are raised to 1 ms with a `tracing` warning; zero is an
     /// error.
     ///
     /// # Examples
@@ -749,6 +843,7 @@ impl Builder {
     /// assert!(hashwheel::Timer::builder().tick(Duration::ZERO).build().is_err());
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn tick(mut self, tick: Duration) -> Builder {
         self.tick = tick;
         self
@@ -766,6 +861,7 @@ impl Builder {
     /// assert_eq!(timer.wheel_size(), 512);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn wheel_size(mut self, buckets: usize) -> Builder {
         self.wheel_size = buckets;
         self
@@ -791,6 +887,7 @@ impl Builder {
     /// assert!(timer.try_sleep(Duration::from_secs(1)).unwrap_err().is_at_capacity());
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn max_pending(mut self, max: usize) -> Builder {
         self.max_pending = Some(max);
         self
@@ -808,12 +905,14 @@ impl Builder {
     /// # drop(timer);
     /// # }
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn shards(mut self, shards: usize) -> Builder {
         self.shards = Some(shards);
         self
     }
 
-    /// The runtime that runs the driver task. Defaults to the current one.
+    /// The runtime whose timer turns the wheels (and that runs the driver's
+    /// guard task). Defaults to the current one.
     ///
     /// # Examples
     ///
@@ -825,6 +924,7 @@ impl Builder {
     /// let timer = hashwheel::Timer::builder().handle(rt.handle().clone()).build().unwrap();
     /// rt.block_on(timer.sleep(Duration::from_millis(1)));
     /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
     pub fn handle(mut self, handle: Handle) -> Builder {
         self.handle = Some(handle);
         self
@@ -836,8 +936,11 @@ impl Builder {
     ///
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick, a wheel size of 0 or above 2^30, a tick so long that one
-    /// turn of the wheel overflows, a shard count of 0 or above 65,536, or
-    /// no runtime: called outside one without [`handle`](Builder::handle).
+    /// turn of the wheel overflows, a shard count of 0 or above 65,536, no
+    /// runtime (called outside one without [`handle`](Builder::handle)), or
+    /// a runtime without a time driver (built without `enable_time()` or
+    /// `enable_all()`; the check makes tokio panic, caught, so the panic hook
+    /// prints tokio's message).
     ///
     /// # Examples
     ///
@@ -892,9 +995,15 @@ impl Builder {
                 )
             })?,
         };
+        if !has_time_driver(&handle) {
+            return Err(Error::invalid_config(
+                "the runtime has no time driver: build it with enable_time() or enable_all()",
+            ));
+        }
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let shared = Shared::new(tick, tick_ns, wheel_size, ring, shards, self.max_pending);
-        driver::start(&handle, &shared)?;
+        let tick_us = tick_ns.div_ceil(UNIT_NS);
+        let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
+        driver::start(&handle, &shared);
         Ok(Timer { shared })
     }
 }

@@ -1,9 +1,12 @@
 //! tower 0.5 middleware: fail requests that take longer than a deadline.
 //!
-//! [`TimeoutLayer`] wraps a service in a [`Timeout`] service, the hashwheel
-//! counterpart of `tower::timeout::Timeout`: the same error type
-//! ([`tower::BoxError`] holding an
-//! [`Elapsed`]), but each deadline is one O(1) wheel entry
+//! A drop-in for tower's own timeout middleware: [`TimeoutLayer`] is the
+//! counterpart of [`tower::timeout::TimeoutLayer`], and wraps a service in a
+//! [`Timeout`], the counterpart of [`tower::timeout::Timeout`]. Late requests
+//! fail with tower's own [`tower::timeout::error::Elapsed`] (in a
+//! [`tower::BoxError`]), so the usual handlers that check
+//! `err.is::<tower::timeout::error::Elapsed>()` (axum's `HandleErrorLayer`,
+//! for one) catch them unchanged; but each deadline is one O(1) wheel entry
 //! instead of a boxed `tokio::time::Sleep`.
 //!
 //! Enabled by the `tower` feature.
@@ -14,8 +17,9 @@
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! use hashwheel::tower::TimeoutLayer;
-//! use hashwheel::{Elapsed, Timer};
+//! use hashwheel::Timer;
 //! use std::time::Duration;
+//! use tower::timeout::error::Elapsed;
 //! use tower::{service_fn, BoxError, Layer, Service, ServiceExt};
 //!
 //! let timer = Timer::new();
@@ -37,14 +41,18 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use ::tower::timeout::error::Elapsed;
 use ::tower::{BoxError, Layer, Service};
 use pin_project_lite::pin_project;
 
-use crate::error::{Elapsed, Error};
+use crate::error::Error;
 use crate::timer::Timer;
 
 /// A [`Layer`] that wraps services in [`Timeout`]: requests fail with
-/// [`Elapsed`] after a deadline.
+/// tower's [`Elapsed`] after a deadline.
+///
+/// The counterpart of [`tower::timeout::TimeoutLayer`], with a [`Timer`]
+/// beside the duration.
 ///
 /// # Examples
 ///
@@ -116,19 +124,23 @@ impl<S> Layer<S> for TimeoutLayer {
 
 /// A tower [`Service`] that fails requests not answered within a deadline.
 ///
-/// Each [`call`](Service::call) starts a hashwheel [`Timeout`](crate::Timeout)
-/// beside the inner service's future; the response future resolves to the
-/// inner response, or to an [`Elapsed`] error (boxed as a
-/// [`BoxError`], as `tower::timeout::Timeout` does) if the
-/// deadline comes first, dropping the inner future. The inner service's
-/// errors are boxed and passed on. Readiness is the inner service's. If the
-/// timer stops while a request runs, the request fails with [`Elapsed`] too.
+/// The counterpart of [`tower::timeout::Timeout`] (not to be confused with
+/// [`hashwheel::Timeout`](crate::Timeout), the sleep future, which it uses).
+/// Each [`call`](Service::call) starts a hashwheel
+/// [`Timeout`](crate::Timeout) beside the inner service's future; the
+/// response future resolves to the inner response, or, if the deadline comes
+/// first, to tower's own [`Elapsed`] error in a [`BoxError`], exactly as
+/// `tower::timeout::Timeout` fails, dropping the inner future. The inner
+/// service's errors are boxed and passed on. Readiness is the inner
+/// service's.
 ///
 /// If the timer is stopped or at its
 /// [`max_pending`](crate::Builder::max_pending) limit, the request is not
 /// sent to the inner service at all: the response future fails at once with
 /// that [`Error`] ([`Error::is_at_capacity`] doubles as load
-/// shedding).
+/// shedding). If the timer stops while a request runs, the request fails
+/// with an [`Error`] too ([`Error::is_stopped`]), not with `Elapsed`: no
+/// deadline passed.
 ///
 /// # Examples
 ///
@@ -136,8 +148,8 @@ impl<S> Layer<S> for TimeoutLayer {
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// use hashwheel::tower::Timeout;
-/// use hashwheel::Elapsed;
 /// use std::time::Duration;
+/// use tower::timeout::error::Elapsed;
 /// use tower::{service_fn, BoxError, ServiceExt};
 ///
 /// let timer = hashwheel::Timer::new();
@@ -148,7 +160,7 @@ impl<S> Layer<S> for TimeoutLayer {
 /// let svc = Timeout::new(slow, timer, Duration::from_secs(1));
 /// let err = svc.oneshot(()).await.unwrap_err();
 /// assert!(err.is::<Elapsed>());
-/// assert_eq!(err.to_string(), "deadline has elapsed");
+/// assert_eq!(err.to_string(), "request timed out");
 /// # }
 /// ```
 #[derive(Debug, Clone)]
@@ -278,8 +290,10 @@ where
 }
 
 pin_project! {
-    /// The response future of [`Timeout`]: the inner response, or an
+    /// The response future of [`Timeout`]: the inner response, or tower's
     /// [`Elapsed`] error once the deadline passes.
+    ///
+    /// The counterpart of `tower::timeout::future::ResponseFuture`.
     ///
     /// `Unpin` when the inner future is. Dropping it drops the inner future
     /// and cancels the deadline.
@@ -332,9 +346,12 @@ where
                 if let Poll::Ready(res) = response.poll(cx) {
                     return Poll::Ready(res.map_err(Into::into));
                 }
-                Pin::new(timeout)
-                    .poll(cx)
-                    .map(|()| Err(Box::new(Elapsed(())) as BoxError))
+                Pin::new(&mut *timeout).poll(cx).map(|()| {
+                    Err(match timeout.timer_stop_reason() {
+                        Some(reason) if timeout.is_cancelled() => Box::new(Error::stopped(reason)),
+                        _ => Box::new(Elapsed::new()) as BoxError,
+                    })
+                })
             }
             StateProj::Failed { error } => {
                 let error = error

@@ -92,3 +92,39 @@ async fn a_one_bucket_wheel_still_fires_on_time() {
     timer.sleep(Duration::from_millis(37)).await;
     assert_eq!(start.elapsed(), Duration::from_millis(37));
 }
+
+/// Regression: on a runtime built without `enable_time` the driver panicked
+/// on its first sleep and the timer stopped itself, so that `sleep(5 s)`
+/// returned at once and later calls panicked with "timer is stopped".
+#[test]
+fn a_runtime_without_a_time_driver_is_a_config_error_naming_the_fix() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let msg = config_error(Timer::builder().handle(rt.handle().clone()));
+    assert_eq!(
+        msg,
+        "invalid timer configuration: the runtime has no time driver: \
+         build it with enable_time() or enable_all()"
+    );
+    assert_eq!(rt.metrics().num_alive_tasks(), 0, "no driver was spawned");
+    let panic = rt
+        .block_on(async { std::panic::catch_unwind(Timer::new) })
+        .unwrap_err();
+    let panic = panic.downcast_ref::<String>().unwrap();
+    assert!(panic.contains("enable_time() or enable_all()"), "{panic}");
+}
+
+#[test]
+fn a_runtime_with_only_the_time_driver_is_enough() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let timer = Timer::builder()
+        .handle(rt.handle().clone())
+        .build()
+        .unwrap();
+    rt.block_on(timer.sleep(Duration::from_millis(2)));
+    assert!(!timer.is_stopped());
+}

@@ -20,7 +20,7 @@ async fn thousands_created_and_dropped_from_many_tasks() {
                 // Most are dropped unpolled or after one poll; some awaited.
                 let mut t = timer.sleep(Duration::from_secs(30));
                 if i % 2 == 0 {
-                    let _ = futures::poll!(&mut t);
+                    let _ = futures_util::poll!(&mut t);
                 }
                 drop(t);
                 if i % 50 == task % 50 {

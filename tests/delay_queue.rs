@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures_util::StreamExt;
 use hashwheel::delay_queue::{DelayQueue, Expired, Key};
 use tokio::time::{advance, Instant};
 use tokio_test::task::{self, Spawn};

@@ -100,11 +100,11 @@ struct Model {
 
 impl Model {
     /// The deadline the queue keeps for `asked`: rounded up to the tick
-    /// from its creation; past 2^46 ticks (278 years), never.
+    /// from its creation; past 2^62 ticks (18 million years), never.
     fn due(&self, asked: Option<Instant>) -> Option<Instant> {
         let since = asked?.saturating_duration_since(self.start);
         let ticks = since.as_nanos().div_ceil(TICK.as_nanos());
-        if ticks > (1 << 46) - 3 {
+        if ticks > (1 << 62) - 3 {
             return None;
         }
         let nanos = ticks * TICK.as_nanos();

@@ -67,3 +67,36 @@ async fn duration_max_and_overflow_mean_never() {
     drop((never, far, reset));
     assert_eq!(timer.pending(), 0);
 }
+
+/// Regression: with a `sleep(Duration::MAX)` pending, the driver spun once
+/// the clock passed the timer's start + 30 years (31 years of paused time
+/// burnt a full core; 29 were fine): "never" armed the alarm at a fixed
+/// instant 30 years out, and past it the driver re-armed for the past on
+/// every turn. "Never" must stay never, however long the uptime.
+#[tokio::test(start_paused = true)]
+async fn a_never_timeout_never_wakes_the_driver_however_long_the_uptime() {
+    let timer = Timer::new();
+    let mut never = task::spawn(timer.sleep(Duration::MAX));
+    assert_pending!(never.poll());
+    let mut reset = timer.sleep(Duration::from_secs(1));
+    reset.reset(Duration::MAX);
+    let mut reset = task::spawn(reset);
+    assert_pending!(reset.poll());
+    for _ in 0..40 {
+        advance(Duration::from_secs(86_400 * 365)).await;
+    }
+    assert_pending!(never.poll());
+    assert_pending!(reset.poll());
+    assert!(!never.is_woken() && !reset.is_woken());
+    assert_eq!(
+        timer.stats().driver_wakeups,
+        0,
+        "the driver woke for 'never'"
+    );
+    assert_eq!(timer.stats().alarm_arms, 0, "'never' armed the alarm");
+    // Real timeouts keep working next to them after 40 years.
+    let mut soon = task::spawn(timer.sleep(MS));
+    assert_pending!(soon.poll());
+    advance(MS).await;
+    assert_ready!(soon.poll());
+}

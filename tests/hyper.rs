@@ -1,7 +1,6 @@
 //! `impl hyper::rt::Timer for Timer`: a real hyper 1.x server and client on
 //! loopback, with hyper's header-read timeout on the wheel, under paused
-//! time.
-#![cfg(feature = "hyper")]
+//! time. Needs the `hyper` feature (`required-features` in Cargo.toml).
 
 mod common;
 

@@ -7,7 +7,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use common::{advance, settle, MS};
-use futures::StreamExt;
+use futures_util::StreamExt;
 use hashwheel::{Interval, MissedTickBehavior, Timer};
 use tokio::time::Instant;
 use tokio_test::task::{self, Spawn};

@@ -14,7 +14,7 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use common::{advance, MS};
-use futures::task::noop_waker;
+use futures_util::task::noop_waker;
 use hashwheel::Timer;
 
 fn batch_size() -> usize {

@@ -104,7 +104,7 @@ async fn churn(timer: Timer, seed: u64, counts: Arc<Counts>) {
             1 => {
                 let mut t = timer.sleep(rng.delay());
                 add(&counts.created);
-                if futures::poll!(&mut t).is_ready() {
+                if futures_util::poll!(&mut t).is_ready() {
                     add(&counts.fired);
                     continue;
                 }
@@ -119,7 +119,7 @@ async fn churn(timer: Timer, seed: u64, counts: Arc<Counts>) {
             2 => {
                 let mut t = timer.sleep(rng.delay());
                 add(&counts.created);
-                if futures::poll!(&mut t).is_ready() {
+                if futures_util::poll!(&mut t).is_ready() {
                     add(&counts.fired);
                     continue;
                 }
@@ -241,7 +241,7 @@ fn stop_under_concurrent_use_completes_every_timeout() {
                                 break;
                             }
                         };
-                        if rng.below(2) == 0 && futures::poll!(&mut t).is_pending() {
+                        if rng.below(2) == 0 && futures_util::poll!(&mut t).is_pending() {
                             t.reset(rng.delay());
                         }
                         (&mut t).await;
@@ -283,7 +283,7 @@ fn an_earlier_insert_from_any_thread_always_wakes_the_driver() {
     with_watchdog(|| async {
         let timer = Timer::builder().shards(3).build().unwrap();
         let mut far = timer.sleep(Duration::from_secs(3600));
-        assert!(futures::poll!(&mut far).is_pending());
+        assert!(futures_util::poll!(&mut far).is_pending());
         for round in 0..200u64 {
             let waiters: Vec<_> = (0..TASKS)
                 .map(|i| {

@@ -1,6 +1,6 @@
 //! The tower `TimeoutLayer`: passes responses and errors through, fails
-//! late requests with `Elapsed` inside a `BoxError`, never early.
-#![cfg(feature = "tower")]
+//! late requests with tower's own `Elapsed` inside a `BoxError`, never
+//! early. Needs the `tower` feature (`required-features` in Cargo.toml).
 
 mod common;
 
@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use common::{advance, MS};
 use hashwheel::tower::{Timeout, TimeoutLayer};
-use hashwheel::{Elapsed, Timer};
+use hashwheel::Timer;
 use tokio_test::task;
 use tokio_test::{assert_pending, assert_ready, assert_ready_ok};
+use tower::timeout::error::Elapsed;
 use tower::{service_fn, BoxError, Layer, Service, ServiceBuilder, ServiceExt};
 
 fn sleepy(timer: &Timer) -> impl Service<u64, Response = u64, Error = BoxError> + Clone {
@@ -60,7 +61,7 @@ async fn late_response_fails_with_elapsed_at_the_deadline() {
     assert!(fut.is_woken());
     let err: BoxError = assert_ready!(fut.poll()).unwrap_err();
     assert!(err.is::<Elapsed>(), "{err:?}");
-    assert_eq!(err.to_string(), "deadline has elapsed");
+    assert_eq!(err.to_string(), "request timed out");
     drop(fut);
     assert_eq!(
         timer.pending(),
@@ -99,8 +100,23 @@ async fn at_capacity_rejects_without_calling_the_inner_service() {
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
+/// Regression: late requests failed with `hashwheel::Elapsed`, so
+/// `err.is::<tower::timeout::error::Elapsed>()` was false and the usual
+/// handlers (axum's `HandleErrorLayer` examples, tower's docs) missed it.
 #[tokio::test(start_paused = true)]
-async fn timer_stopping_fails_running_requests_with_elapsed() {
+async fn late_requests_fail_with_towers_own_elapsed_as_tower_timeout_does() {
+    let timer = Timer::new();
+    let ours = TimeoutLayer::new(timer.clone(), Duration::from_millis(10)).layer(sleepy(&timer));
+    let towers = tower::timeout::TimeoutLayer::new(Duration::from_millis(10)).layer(sleepy(&timer));
+    let ours = ours.oneshot(50).await.unwrap_err();
+    let towers = towers.oneshot(50).await.unwrap_err();
+    assert!(ours.is::<Elapsed>() && towers.is::<Elapsed>());
+    assert!(!ours.is::<hashwheel::Elapsed>());
+    assert_eq!(ours.to_string(), towers.to_string());
+}
+
+#[tokio::test(start_paused = true)]
+async fn timer_stopping_fails_running_requests_with_a_stopped_error() {
     let timer = Timer::new();
     let never = service_fn(|()| std::future::pending::<Result<(), BoxError>>());
     let mut svc = Timeout::new(never, timer.clone(), Duration::from_secs(60));
@@ -109,7 +125,8 @@ async fn timer_stopping_fails_running_requests_with_elapsed() {
     timer.stop();
     common::settle().await;
     let err = assert_ready!(fut.poll()).unwrap_err();
-    assert!(err.is::<Elapsed>());
+    assert!(!err.is::<Elapsed>(), "no deadline passed");
+    assert!(err.downcast_ref::<hashwheel::Error>().unwrap().is_stopped());
 }
 
 /// A service that is ready only after `ready_after` polls.
@@ -174,7 +191,8 @@ async fn works_in_a_service_builder_and_clones() {
 async fn many_requests_leave_nothing_pending() {
     let timer = Timer::new();
     let svc = TimeoutLayer::new(timer.clone(), Duration::from_millis(20)).layer(sleepy(&timer));
-    let results = futures::future::join_all((0..200u64).map(|i| svc.clone().oneshot(i % 40))).await;
+    let results =
+        futures_util::future::join_all((0..200u64).map(|i| svc.clone().oneshot(i % 40))).await;
     let elapsed = results.iter().filter(|r| r.is_err()).count();
     // 0..=19 ms succeed; 20 ms ties go to the response, polled first;
     // 21..=39 ms fail.

@@ -1,24 +1,25 @@
-//! An exhaustive model check of how an insert wakes the driver:
-//! `Common::note_deadline` (src/timer.rs) racing the driver's turn and
-//! re-arm (src/driver.rs).
+//! An exhaustive model check of how an insert arms the driver's alarm:
+//! `Common::note_deadline` and `Common::arm` (src/shard.rs) racing the
+//! driver's turn and re-arm (src/driver.rs).
 //!
 //! The protocol's steps are written out as small state machines (the
 //! driver, and inserters) and every interleaving of their atomic steps is
-//! explored. Each must end with the driver either holding a wake-up permit
-//! (tokio's `Notify` keeps one when the driver is not waiting) or planning
-//! to wake no later than the earliest entry; otherwise an insert was lost
-//! and its timeout would fire late. The shard's mutex makes "push under the
-//! lock" and "read the earliest under the lock" single steps; the atomics
-//! are explored in sequentially consistent order. (A `loom` model was tried:
-//! loom 0.7.3 reported executions impossible under its own rules for a
-//! three-line store/swap/join check on this toolchain, so it could not be
-//! trusted here.)
+//! explored. Each must end with the alarm armed no later than the earliest
+//! entry; otherwise an insert was lost and its timeout would fire late. The
+//! shard's mutex makes "push under the lock" and "read the earliest under
+//! the lock" single steps, and the alarm's mutex makes an arm one step; the
+//! atomics are explored in sequentially consistent order. (A `loom` model
+//! was tried for the earlier protocol: loom 0.7.3 reported executions
+//! impossible under its own rules for a three-line store/swap/join check on
+//! this toolchain, so it could not be trusted here.)
 
-/// The shared state: `Common::planned`, the `Notify` permit and one shard.
+/// The shared state: `Common::planned`, `Common::turn_state` (turning or
+/// idle), the alarm's armed tick, and one shard.
 #[derive(Clone, Debug)]
 struct Shared {
     planned: u64,
-    permit: bool,
+    turning: bool,
+    alarm: u64,
     wheel: Vec<u64>,
 }
 
@@ -26,46 +27,51 @@ impl Shared {
     fn earliest(&self) -> u64 {
         self.wheel.iter().copied().min().unwrap_or(u64::MAX)
     }
+
+    /// `Common::arm(tick, false)`: only ever earlier.
+    fn arm_earlier(&mut self, tick: u64) {
+        self.alarm = self.alarm.min(tick);
+    }
 }
 
-/// The driver: one turn, then one wake-up by a permit (re-arm).
+/// The driver: one turn (it won the turn, so `turning` is set), its re-arm,
+/// going idle, and the re-check of `planned`.
 #[derive(Clone, Debug)]
 struct Driver {
     pc: u8,
     next: u64,
     target: u64,
-    /// Overwrite `planned` with the turn's result instead of lowering it:
-    /// a deliberately broken driver, which must be caught.
+    /// Skip the re-check after going idle: a deliberately broken driver,
+    /// which must be caught.
     broken: bool,
 }
 
 impl Driver {
     fn done(&self) -> bool {
-        self.pc == 4
+        self.pc == 6
     }
 
     fn step(&mut self, s: &mut Shared) {
         match self.pc {
             // planned.store(u64::MAX)
             0 => s.planned = u64::MAX,
-            // lock the shard; next = its earliest entry; unlock
+            // lock the shard; expire; next = its earliest entry; unlock
             1 => self.next = s.earliest(),
             // target = planned.fetch_min(next).min(next)
             2 => {
-                if self.broken {
-                    s.planned = self.next;
-                    self.target = self.next;
-                } else {
-                    let prev = s.planned;
-                    s.planned = prev.min(self.next);
-                    self.target = prev.min(self.next);
-                }
+                let prev = s.planned;
+                s.planned = prev.min(self.next);
+                self.target = prev.min(self.next);
             }
-            // Woken by a permit, the clock short of `planned`: only move
-            // the alarm to `planned`.
-            3 => {
-                if std::mem::take(&mut s.permit) {
-                    self.target = s.planned;
+            // arm(target, force)
+            3 => s.alarm = self.target,
+            // turn_state: TURNING -> IDLE
+            4 => s.turning = false,
+            // if planned.load() < target: arm(planned, false)
+            5 => {
+                if !self.broken && s.planned < self.target {
+                    let planned = s.planned;
+                    s.arm_earlier(planned);
                 }
             }
             _ => unreachable!(),
@@ -79,28 +85,32 @@ impl Driver {
 struct Inserter {
     tick: u64,
     pc: u8,
-    below: bool,
+    lowered: bool,
+    idle: bool,
 }
 
 impl Inserter {
     fn done(&self) -> bool {
-        self.pc == 3
+        self.pc == 4
     }
 
     fn step(&mut self, s: &mut Shared) {
         match self.pc {
             // lock the shard; push; unlock
             0 => s.wheel.push(self.tick),
-            // tick < planned.load()
-            1 => self.below = self.tick < s.planned,
-            // planned.fetch_min(tick) > tick => notify_one()
-            2 => {
-                if self.below {
-                    let prev = s.planned;
-                    s.planned = prev.min(self.tick);
-                    if prev > self.tick {
-                        s.permit = true;
-                    }
+            // planned.fetch_min(tick) > tick (the `load` before it only
+            // filters out the common case)
+            1 => {
+                let prev = s.planned;
+                s.planned = prev.min(self.tick);
+                self.lowered = prev > self.tick;
+            }
+            // turn_state.load() == IDLE
+            2 => self.idle = !s.turning,
+            // arm(tick, false)
+            3 => {
+                if self.lowered && self.idle {
+                    s.arm_earlier(self.tick);
                 }
             }
             _ => unreachable!(),
@@ -120,11 +130,11 @@ fn explore(
     if driver.done() && inserters.iter().all(Inserter::done) {
         *explored += 1;
         let earliest = shared.earliest();
-        if !shared.permit && earliest < driver.target {
+        if earliest < shared.alarm {
             return Some(format!(
-                "lost wake-up: the driver sleeps until {} with an entry at {earliest}; \
+                "lost wake-up: the alarm is armed for {} with an entry at {earliest}; \
                  steps (0 = driver, n = inserter n): {trace:?}",
-                driver.target
+                shared.alarm
             ));
         }
         return None;
@@ -155,10 +165,11 @@ fn explore(
     None
 }
 
-fn check(initial: &[u64], ticks: &[u64], broken: bool) -> (Option<String>, usize) {
+fn check(initial: &[u64], armed: u64, ticks: &[u64], broken: bool) -> (Option<String>, usize) {
     let shared = Shared {
-        planned: u64::MAX,
-        permit: false,
+        planned: armed,
+        turning: true,
+        alarm: armed,
         wheel: initial.to_vec(),
     };
     let driver = Driver {
@@ -172,7 +183,8 @@ fn check(initial: &[u64], ticks: &[u64], broken: bool) -> (Option<String>, usize
         .map(|&tick| Inserter {
             tick,
             pc: 0,
-            below: false,
+            lowered: false,
+            idle: false,
         })
         .collect();
     let mut explored = 0;
@@ -183,32 +195,36 @@ fn check(initial: &[u64], ticks: &[u64], broken: bool) -> (Option<String>, usize
 #[test]
 fn two_inserts_racing_a_turn_are_never_lost() {
     for ticks in [[5, 3], [3, 5], [4, 4]] {
-        let (found, explored) = check(&[], &ticks, false);
+        let (found, explored) = check(&[], u64::MAX, &ticks, false);
         assert_eq!(found, None);
-        // 4 driver steps and 3 per inserter: 10! / (4! 3! 3!) orders.
-        assert_eq!(explored, 4200);
+        // 6 driver steps and 4 per inserter: 14! / (6! 4! 4!) orders.
+        assert_eq!(explored, 210_210);
     }
 }
 
 #[test]
 fn inserts_before_and_after_an_existing_entry_are_never_lost() {
     for ticks in [[2, 9], [9, 2], [7, 7]] {
-        let (found, _) = check(&[7], &ticks, false);
-        assert_eq!(found, None, "entries {ticks:?} next to one at 7");
+        for armed in [1, 7, u64::MAX] {
+            let (found, _) = check(&[7], armed, &ticks, false);
+            assert_eq!(found, None, "entries {ticks:?} next to one at 7");
+        }
     }
 }
 
 #[test]
-fn three_inserts_racing_a_turn_are_never_lost() {
-    let (found, explored) = check(&[], &[6, 2, 4], false);
-    assert_eq!(found, None);
-    // 13! / (4! 3! 3! 3!) orders.
-    assert_eq!(explored, 1_201_200);
+fn one_insert_racing_a_turn_over_entries_is_never_lost() {
+    for tick in [1, 4, 8, 20] {
+        let (found, explored) = check(&[4, 8], u64::MAX, &[tick], false);
+        assert_eq!(found, None);
+        // 10! / (6! 4!) orders.
+        assert_eq!(explored, 210);
+    }
 }
 
 #[test]
-fn the_check_catches_a_driver_that_overwrites_its_plan() {
-    let (found, _) = check(&[], &[5, 3], true);
+fn the_check_catches_a_driver_that_skips_its_re_check() {
+    let (found, _) = check(&[], u64::MAX, &[5, 3], true);
     let found = found.expect("a broken driver must lose a wake-up");
     assert!(found.starts_with("lost wake-up"), "{found}");
 }

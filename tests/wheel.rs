@@ -3,7 +3,7 @@
 //! the horizon, `next_tick`, `peek`, `compact` and capacity.
 //!
 //! These tests use nothing but the wheel, so they also run against the
-//! crate built without tokio (`cargo test -p hashwheel-no-tokio`).
+//! crate built without tokio (`cargo test --no-default-features --lib --test wheel`).
 
 use hashwheel::wheel::{Expired, Key, Wheel, MAX_TICK};
 

@@ -17,8 +17,8 @@
 //! deadline *up* to its tick and the clock *down* to the tick that has begun,
 //! as below. A tick at or before the last one polled is due at once: the
 //! next [`poll`](Wheel::poll) takes it out whatever tick it is given.
-//! Ticks past [`MAX_TICK`] never come due (2^46 ticks: over 2,000 years of
-//! milliseconds); such entries stay until removed.
+//! Ticks past [`MAX_TICK`] never come due (2^62 ticks: over 146,000 years
+//! of microseconds); such entries stay until removed.
 //!
 //! # Keys
 //!
@@ -93,7 +93,7 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The last tick that comes due: 2^46 − 3. Entries at later ticks never
+/// The last tick that comes due: 2^62 − 3. Entries at later ticks never
 /// come due; [`Wheel::tick`] reads them back as `u64::MAX`.
 pub const MAX_TICK: u64 = raw::NEVER - 2;
 

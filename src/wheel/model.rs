@@ -48,6 +48,8 @@ pub(crate) enum Op {
 pub(crate) struct Case {
     pub(crate) buckets: usize,
     pub(crate) ring: usize,
+    /// log2 of the time units per bucket.
+    pub(crate) res: u32,
     pub(crate) ops: Vec<Op>,
 }
 
@@ -110,7 +112,9 @@ impl Case {
         let shape = b.u8();
         let buckets = 1usize << (shape % 7);
         let ring = 1usize << ((shape / 7) % 7);
-        let (nb, nr) = (buckets as u64, ring as u64);
+        let res = u32::from(shape / 49) % 4;
+        // Ticks are drawn in buckets' widths.
+        let (nb, nr) = ((buckets as u64) << res, ring as u64);
         let mut ops = Vec::new();
         while !b.0.is_empty() {
             let op = match b.u8() % 16 {
@@ -137,13 +141,19 @@ impl Case {
             };
             ops.push(op);
         }
-        Case { buckets, ring, ops }
+        Case {
+            buckets,
+            ring,
+            res,
+            ops,
+        }
     }
 
     /// Runs the case; `Err` describes the first disagreement with the model.
     pub(crate) fn run(&self) -> Result<(), String> {
         let mut m = Model {
-            wheel: Wheel::new(self.buckets, self.ring),
+            wheel: Wheel::with_resolution(self.buckets, self.ring, self.res),
+            res: self.res,
             entries: BTreeMap::new(),
             elapsed: 0,
             next_id: 1,
@@ -180,7 +190,10 @@ impl Case {
 
     /// The case as a readable reproduction.
     pub(crate) fn describe(&self) -> String {
-        let mut s = format!("Wheel::new({}, {}), then:\n", self.buckets, self.ring);
+        let mut s = format!(
+            "Wheel::with_resolution({}, {}, {}), then:\n",
+            self.buckets, self.ring, self.res
+        );
         for op in &self.ops {
             let _ = writeln!(s, "  {op:?}");
         }
@@ -224,6 +237,7 @@ struct Model {
     entries: BTreeMap<Key, Entry>,
     elapsed: u64,
     next_id: u64,
+    res: u32,
 }
 
 macro_rules! ensure {
@@ -379,7 +393,12 @@ impl Model {
                 x.key,
                 e.tick
             );
-            ensure!(e.tick >= last, "popped tick {} after {last}", e.tick);
+            // In order bucket by bucket; inside a bucket, any order.
+            ensure!(
+                e.tick >> self.res >= last >> self.res,
+                "popped tick {} after {last}",
+                e.tick
+            );
             ensure!(
                 x.detached == e.detached && x.value == e.value,
                 "popped ({}, {}) for key {}, model {e:?}",

@@ -61,9 +61,9 @@ use super::bitset::BitSet;
 /// A slab key.
 pub(crate) type Key = u32;
 
-/// Ticks at or beyond this are never reached (2^46 ticks: over 2,000 years at
-/// the smallest tick of 1 ms).
-pub(crate) const NEVER: u64 = (1 << 46) - 1;
+/// Times at or beyond this are never reached (2^62 units: over 146,000 years
+/// of microseconds).
+pub(crate) const NEVER: u64 = (1 << 62) - 1;
 
 /// List end.
 const NIL: u32 = u32::MAX;
@@ -144,6 +144,9 @@ enum List {
     Bucket(usize),
     Ring(usize),
     Never,
+    /// Linked entries at or before `elapsed`: the due part of a bucket that
+    /// was only partly due (see [`Wheel::pop_expired`]), or entries inserted
+    /// or reset at a time already processed ([`Wheel::insert_due`]).
     Due,
 }
 
@@ -170,9 +173,12 @@ pub(crate) struct Wheel<T> {
     buckets: Level,
     ring: Level,
     never: u32,
+    /// Head of the [`List::Due`] list.
     due: u32,
     /// log2 of the number of buckets.
     shift: u32,
+    /// log2 of the time units per bucket (0: one unit per bucket).
+    res: u32,
     bucket_mask: u64,
     ring_mask: u64,
     elapsed: u64,
@@ -183,7 +189,15 @@ impl<T> Wheel<T> {
     /// A wheel of `buckets` buckets and a round ring of `ring` slots; both
     /// must be powers of two.
     pub(crate) fn new(buckets: usize, ring: usize) -> Wheel<T> {
-        assert!(buckets.is_power_of_two() && ring.is_power_of_two());
+        Wheel::with_resolution(buckets, ring, 0)
+    }
+
+    /// A wheel whose buckets are `2^res` time units wide: times keep their
+    /// full resolution (an entry is due once `now` reaches its own time),
+    /// while buckets and rounds span more time.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn with_resolution(buckets: usize, ring: usize, res: u32) -> Wheel<T> {
+        assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
         Wheel {
             entries: Slab::new(),
             buckets: Level::new(buckets),
@@ -191,6 +205,7 @@ impl<T> Wheel<T> {
             never: NIL,
             due: NIL,
             shift: buckets.trailing_zeros(),
+            res,
             bucket_mask: buckets as u64 - 1,
             ring_mask: ring as u64 - 1,
             elapsed: 0,
@@ -373,32 +388,60 @@ impl<T> Wheel<T> {
     /// The key of the next linked entry due at or before `now`, moving the
     /// cursor up to it (or to `now`). The due list comes first: its entries
     /// are due whatever `now` is.
+    ///
+    /// Entries come out bucket by bucket; inside a bucket wider than one
+    /// time unit (see [`with_resolution`](Self::with_resolution)) in no
+    /// particular order.
     fn next_due(&mut self, now: u64) -> Option<Key> {
-        if self.due != NIL {
-            return Some(self.due);
-        }
         let now = now.min(NEVER - 1);
         loop {
+            if self.due != NIL {
+                return Some(self.due);
+            }
             if self.elapsed >= now {
                 return None;
             }
-            if let Some((bucket, tick)) = self.next_bucket() {
-                if tick > now {
+            if let Some((bucket, slot)) = self.next_bucket() {
+                let start = slot << self.res;
+                if start > now {
                     self.elapsed = now;
                     return None;
                 }
-                self.elapsed = tick - 1;
-                return Some(self.buckets.heads[bucket]);
+                let end = start + ((1 << self.res) - 1);
+                if end <= now {
+                    // The whole bucket is due.
+                    self.elapsed = self.elapsed.max(start.saturating_sub(1));
+                    return Some(self.buckets.heads[bucket]);
+                }
+                // Partly due: move its due entries to the due list.
+                self.split_bucket(bucket, now);
+                self.elapsed = now;
+                continue;
             }
             self.enter_next_round(now);
+        }
+    }
+
+    /// Moves the entries of `bucket` due at or before `now` to the due list.
+    fn split_bucket(&mut self, bucket: usize, now: u64) {
+        let mut key = self.buckets.heads[bucket];
+        while key != NIL {
+            let entry = &self.entries[key as usize];
+            let next = entry.next;
+            if entry.tick() <= now {
+                self.unlink(key);
+                self.linked += 1;
+                self.push(List::Due, key);
+            }
+            key = next;
         }
     }
 
     /// The level-0 buckets of this round are all processed: move the cursor
     /// to the next round that has work, or to `now`, whichever comes first.
     fn enter_next_round(&mut self, now: u64) {
-        let round = (self.elapsed + 1) >> self.shift;
-        let now_round = (now + 1) >> self.shift;
+        let round = self.round_of(self.elapsed + 1);
+        let now_round = self.round_of(now + 1);
         let turns = now_round.saturating_sub(round) / (self.ring_mask + 1);
         let ring_round = if turns > self.linked as u64 {
             // A jump over more turns of the ring than there are entries
@@ -410,7 +453,7 @@ impl<T> Wheel<T> {
         };
         match ring_round {
             Some(next) if next <= now_round => {
-                self.elapsed = (next << self.shift) - 1;
+                self.elapsed = (next << (self.shift + self.res)) - 1;
                 self.cascade(next);
             }
             _ => self.elapsed = now,
@@ -420,7 +463,7 @@ impl<T> Wheel<T> {
     /// The next non-empty bucket of the current round and its tick. Clears
     /// the stale bits of lists that emptied (cancels leave them).
     fn next_bucket(&mut self) -> Option<(usize, u64)> {
-        let next = self.elapsed + 1;
+        let next = (self.elapsed + 1) >> self.res;
         let round = next >> self.shift;
         let from = (next & self.bucket_mask) as usize;
         while let Some(bucket) = self.buckets.occupied.next_set(from) {
@@ -435,7 +478,7 @@ impl<T> Wheel<T> {
     /// The next non-empty ring slot after the current round, and the round
     /// it comes up in. Clears stale bits like [`next_bucket`](Self::next_bucket).
     fn next_ring_slot(&mut self) -> Option<(usize, u64)> {
-        let after = ((self.elapsed + 1) >> self.shift) + 1;
+        let after = self.round_of(self.elapsed + 1) + 1;
         loop {
             let slot = self
                 .ring
@@ -457,7 +500,7 @@ impl<T> Wheel<T> {
             let mut key = self.ring.heads[slot];
             while key != NIL {
                 let entry = &self.entries[key as usize];
-                let round = entry.tick() >> self.shift;
+                let round = self.round_of(entry.tick());
                 earliest = Some(earliest.map_or(round, |e: u64| e.min(round)));
                 key = entry.next;
             }
@@ -481,9 +524,10 @@ impl<T> Wheel<T> {
             let entry = &self.entries[key as usize];
             let next = entry.next;
             let tick = entry.tick();
-            debug_assert!(tick >> self.shift >= round, "an entry missed its round");
-            if tick >> self.shift == round {
-                self.push(List::Bucket((tick & self.bucket_mask) as usize), key);
+            debug_assert!(self.round_of(tick) >= round, "an entry missed its round");
+            if self.round_of(tick) == round {
+                let bucket = ((tick >> self.res) & self.bucket_mask) as usize;
+                self.push(List::Bucket(bucket), key);
             } else if tail == NIL {
                 self.push(List::Ring(slot), key);
                 tail = key;
@@ -512,11 +556,24 @@ impl<T> Wheel<T> {
         if self.due != NIL {
             return Some(self.elapsed);
         }
-        if let Some((_, tick)) = self.next_bucket() {
-            return Some(tick);
+        if let Some((bucket, slot)) = self.next_bucket() {
+            if self.res == 0 {
+                return Some(slot);
+            }
+            // The earliest time in the bucket: it holds at most one
+            // bucket's width of deadlines, each looked at about once
+            // before it is due.
+            let mut earliest = u64::MAX;
+            let mut key = self.buckets.heads[bucket];
+            while key != NIL {
+                let entry = &self.entries[key as usize];
+                earliest = earliest.min(entry.tick());
+                key = entry.next;
+            }
+            return Some(earliest);
         }
         let (slot, next_round) = self.next_ring_slot()?;
-        let round_start = next_round << self.shift;
+        let round_start = next_round << (self.shift + self.res);
         let mut earliest = u64::MAX;
         let mut key = self.ring.heads[slot];
         for _ in 0..SCAN {
@@ -524,7 +581,7 @@ impl<T> Wheel<T> {
                 break;
             }
             let entry = &self.entries[key as usize];
-            if entry.tick() >> self.shift == next_round {
+            if self.round_of(entry.tick()) == next_round {
                 earliest = earliest.min(entry.tick());
             }
             key = entry.next;
@@ -550,7 +607,8 @@ impl<T> Wheel<T> {
         if self.due != NIL {
             return Some(self.due);
         }
-        let mut from = ((self.elapsed + 1) & self.bucket_mask) as usize;
+        debug_assert_eq!(self.res, 0, "peek's order holds for one unit per bucket");
+        let mut from = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
         while let Some(bucket) = self.buckets.occupied.next_set(from) {
             if self.buckets.heads[bucket] != NIL {
                 return Some(self.buckets.heads[bucket]);
@@ -565,7 +623,7 @@ impl<T> Wheel<T> {
     /// slot, and a cascade pushes each onto its bucket's head in slot order,
     /// so the last of them in the slot comes out first.
     fn peek_ring(&self) -> Option<Key> {
-        let after = ((self.elapsed + 1) >> self.shift) + 1;
+        let after = self.round_of(self.elapsed + 1) + 1;
         let start = (after & self.ring_mask) as usize;
         let slots = self.ring.heads.len();
         // The earliest (tick, key) in `slot`, among entries of `round` only
@@ -576,7 +634,7 @@ impl<T> Wheel<T> {
             while key != NIL {
                 let entry = &self.entries[key as usize];
                 let tick = entry.tick();
-                if round.map_or(true, |r| tick >> self.shift == r)
+                if round.map_or(true, |r| self.round_of(tick) == r)
                     && best.map_or(true, |(t, _)| tick <= t)
                 {
                     best = Some((tick, key));
@@ -702,11 +760,17 @@ impl<T> Wheel<T> {
             List::Due
         } else if tick >= NEVER {
             List::Never
-        } else if tick >> self.shift == (self.elapsed + 1) >> self.shift {
-            List::Bucket((tick & self.bucket_mask) as usize)
+        } else if self.round_of(tick) == self.round_of(self.elapsed + 1) {
+            List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
         } else {
-            List::Ring(((tick >> self.shift) & self.ring_mask) as usize)
+            List::Ring((self.round_of(tick) & self.ring_mask) as usize)
         }
+    }
+
+    /// The round (turn of the wheel) that `time` falls in.
+    #[inline]
+    fn round_of(&self, time: u64) -> u64 {
+        time >> (self.shift + self.res)
     }
 
     fn link(&mut self, key: Key, tick: u64) {

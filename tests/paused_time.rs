@@ -1,0 +1,224 @@
+//! Paused time behaves as with `tokio::time`: written like tokio's own
+//! `time_pause.rs` and `time_sleep.rs` tests, with `tokio_test::task::spawn`,
+//! `is_woken()` and no extra yields, and where it helps, with a
+//! `tokio::time::Sleep` beside each timeout as the reference.
+
+use std::time::Duration;
+
+use hashwheel::Timer;
+use tokio::time::{self, Instant};
+use tokio_test::{assert_pending, assert_ready, task};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+/// The case: the timer is created half a millisecond into the
+/// paused clock, a sleep 200 µs later. It completes when tokio's does (it
+/// used to take 3 ms: the deadline rounded up to the timer's own 1 ms grid,
+/// then to the runtime's).
+#[tokio::test(start_paused = true)]
+async fn sleep_completes_with_tokio_wherever_the_timer_started() {
+    time::advance(us(500)).await;
+    let timer = Timer::new();
+    time::advance(us(200)).await;
+    let start = Instant::now();
+    let mut ours = task::spawn(timer.sleep(ms(1)));
+    let mut theirs = task::spawn(time::sleep(ms(1)));
+    assert_pending!(ours.poll());
+    assert_pending!(theirs.poll());
+    for _ in 0..40 {
+        time::advance(us(100)).await;
+        assert_eq!(
+            ours.is_woken(),
+            theirs.is_woken(),
+            "at {:?}",
+            start.elapsed()
+        );
+        if theirs.is_woken() {
+            assert_ready!(ours.poll());
+            assert_ready!(theirs.poll());
+            return;
+        }
+    }
+    panic!("tokio's sleep never completed");
+}
+
+/// The same over many offsets of the timer's start and of the sleep within
+/// the runtime's millisecond, and over delays of 1 to 3 ms.
+#[tokio::test(start_paused = true)]
+async fn sleeps_complete_with_tokio_at_any_offset() {
+    for start_offset in [0, 1, 200, 500, 999] {
+        time::advance(us(start_offset)).await;
+        let timer = Timer::new();
+        for offset in [0, 1, 100, 250, 999] {
+            for delay in [us(1), ms(1), us(1_500), ms(2), us(2_999), ms(3)] {
+                time::advance(us(offset)).await;
+                let mut ours = task::spawn(timer.sleep(delay));
+                let mut theirs = task::spawn(time::sleep(delay));
+                assert_pending!(ours.poll());
+                assert_pending!(theirs.poll());
+                let created = Instant::now();
+                while !theirs.is_woken() {
+                    assert!(!ours.is_woken(), "early: {delay:?} at {offset} µs");
+                    time::advance(us(50)).await;
+                    assert!(created.elapsed() < ms(10));
+                }
+                assert!(
+                    ours.is_woken(),
+                    "late: {delay:?} at {offset} µs, timer started at {start_offset} µs"
+                );
+                assert_ready!(ours.poll());
+                assert!(created.elapsed() >= delay, "early");
+            }
+        }
+    }
+}
+
+/// tokio's `advance_once_with_timer`: a timeout made due by `advance` has
+/// been woken by the time `advance` returns.
+#[tokio::test(start_paused = true)]
+async fn advance_once_with_timer() {
+    let timer = Timer::new();
+    let mut sleep = task::spawn(timer.sleep(ms(1)));
+    assert_pending!(sleep.poll());
+
+    time::advance(us(250)).await;
+    assert_pending!(sleep.poll());
+
+    time::advance(us(1500)).await;
+
+    assert!(sleep.is_woken());
+    assert_ready!(sleep.poll());
+}
+
+/// tokio's `advance_multi_with_timer`.
+#[tokio::test(start_paused = true)]
+async fn advance_multi_with_timer() {
+    let timer = Timer::new();
+    let mut sleep = task::spawn(timer.sleep(ms(1)));
+    assert_pending!(sleep.poll());
+
+    for _ in 0..3 {
+        time::advance(us(250)).await;
+        assert_pending!(sleep.poll());
+    }
+    time::advance(us(250)).await;
+    assert!(sleep.is_woken());
+    assert_ready!(sleep.poll());
+}
+
+/// tokio's `advance_after_poll` and `regression_3710_with_submillis_advance`:
+/// advancing short of the deadline neither wakes nor completes it.
+#[tokio::test(start_paused = true)]
+async fn advance_short_of_the_deadline_leaves_it_pending() {
+    let timer = Timer::new();
+    time::sleep(ms(1)).await;
+    let start = Instant::now();
+    let mut sleep = task::spawn(timer.sleep_until(start + ms(300)));
+    assert_pending!(sleep.poll());
+    time::advance(ms(100)).await;
+    assert!(!sleep.is_woken());
+    assert_pending!(sleep.poll());
+    time::advance(us(51_592)).await;
+    assert!(!sleep.is_woken());
+    assert_pending!(sleep.poll());
+    time::advance(ms(149)).await;
+    assert!(sleep.is_woken());
+    assert_ready!(sleep.poll());
+}
+
+/// tokio's `delayed_sleep_level_0`: `sleep_until(now + d).await` takes
+/// exactly `d`.
+#[tokio::test(start_paused = true)]
+async fn delayed_sleep_takes_exactly_its_delay() {
+    let timer = Timer::new();
+    for i in [1, 10, 60] {
+        let now = Instant::now();
+        timer.sleep_until(now + ms(i)).await;
+        assert_eq!(now.elapsed(), ms(i));
+    }
+}
+
+/// tokio's `immediate_sleep` and `sleep_until_past_deadline`: a deadline at
+/// or before now is ready on the first poll, with no driver turn.
+#[tokio::test(start_paused = true)]
+async fn a_past_deadline_is_ready_on_the_first_poll() {
+    let timer = Timer::new();
+    time::advance(ms(5)).await;
+    let now = Instant::now();
+    assert_ready!(task::spawn(timer.sleep_until(now)).poll());
+    assert_ready!(task::spawn(timer.sleep_until(now - ms(1))).poll());
+    assert_ready!(task::spawn(timer.sleep(Duration::ZERO)).poll());
+    let mut fut = task::spawn(timer.timeout_at(now - ms(1), std::future::pending::<()>()));
+    assert!(assert_ready!(fut.poll()).is_err());
+    let mut fut = task::spawn(timer.timeout(Duration::ZERO, std::future::ready(7)));
+    assert_eq!(assert_ready!(fut.poll()), Ok(7));
+    assert_eq!(timer.stats().driver_wakeups, 0, "no turn of the driver");
+    assert_eq!(timer.stats().fired, 5);
+    assert_eq!(timer.pending(), 0);
+}
+
+/// tokio's `interval` test of `time_pause.rs`, on a hashwheel `Interval`.
+#[tokio::test(start_paused = true)]
+async fn interval_ticks_as_tokio_does() {
+    let timer = Timer::new();
+    let start = Instant::now();
+    time::advance(ms(1)).await;
+    let mut i = task::spawn(timer.interval_at(start, ms(300)));
+    let mut next = || i.enter(|cx, mut i| i.poll_tick(cx));
+
+    assert_eq!(assert_ready!(next()), start);
+    assert_pending!(next());
+
+    time::advance(ms(100)).await;
+    assert_pending!(next());
+
+    time::advance(ms(200)).await;
+    assert_eq!(assert_ready!(next()), start + ms(300));
+    assert_pending!(next());
+
+    time::advance(ms(400)).await;
+    assert_eq!(assert_ready!(next()), start + ms(600));
+    assert_pending!(next());
+
+    time::advance(ms(500)).await;
+    assert_eq!(assert_ready!(next()), start + ms(900));
+    assert_eq!(assert_ready!(next()), start + ms(1200));
+    assert_pending!(next());
+}
+
+/// `deadline()` is the deadline itself, to the microsecond: no rounding to
+/// the tick.
+#[tokio::test(start_paused = true)]
+async fn deadline_is_kept_to_the_microsecond() {
+    let timer = Timer::new();
+    time::advance(us(300)).await;
+    let deadline = Instant::now() + us(1_234);
+    assert_eq!(timer.sleep_until(deadline).deadline(), deadline);
+    let coarse = Timer::builder().tick(ms(10)).build().unwrap();
+    assert_eq!(coarse.sleep_until(deadline).deadline(), deadline);
+}
+
+/// With a tick over 1 ms the driver batches: a timeout completes at the
+/// next multiple of the tick since the timer's start, never before its
+/// deadline.
+#[tokio::test(start_paused = true)]
+async fn a_coarse_tick_batches_on_its_grid() {
+    let timer = Timer::builder().tick(ms(10)).build().unwrap();
+    let start = Instant::now();
+    let mut a = task::spawn(timer.sleep(ms(3)));
+    let mut b = task::spawn(timer.sleep(ms(7)));
+    assert_pending!(a.poll());
+    assert_pending!(b.poll());
+    time::advance(ms(9)).await;
+    assert!(!a.is_woken() && !b.is_woken());
+    time::advance(ms(1)).await;
+    assert!(a.is_woken() && b.is_woken());
+    assert_eq!(start.elapsed(), ms(10));
+    assert_eq!(timer.stats().driver_wakeups, 1);
+}
