@@ -806,8 +806,9 @@ impl<T> DelayQueue<T> {
         sleep.as_mut()
     }
 
+    #[inline]
     fn wake_if_before(&mut self, tick: u64) {
-        if tick < self.armed {
+        if tick < self.armed && self.waker.is_some() {
             self.wake();
         }
     }

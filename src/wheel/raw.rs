@@ -353,9 +353,11 @@ impl<T> Wheel<T> {
             return None;
         }
         debug_assert_eq!(entry.state(), State::Pending);
+        // Out of the slab first: the unlink needs only its links.
+        let entry = self.entries.remove(key as usize);
         let tick = entry.tick();
-        self.unlink(key);
-        Some((tick, self.entries.remove(key as usize).value))
+        self.unlink_links(key, entry.prev, entry.next, tick);
+        Some((tick, entry.value))
     }
 
     /// Moves the pending detached entry at `key` to `tick` (at least 1); a
@@ -812,9 +814,16 @@ impl<T> Wheel<T> {
     /// An emptied list keeps its occupancy bit (see the module docs).
     #[inline]
     fn unlink(&mut self, key: Key) {
-        self.linked -= 1;
         let entry = &self.entries[key as usize];
         let (prev, next, tick) = (entry.prev, entry.next, entry.tick());
+        self.unlink_links(key, prev, next, tick);
+    }
+
+    /// [`unlink`](Self::unlink) for an entry with these links and tick
+    /// (which may already be out of the slab).
+    #[inline]
+    fn unlink_links(&mut self, key: Key, prev: u32, next: u32, tick: u64) {
+        self.linked -= 1;
         if next != NIL {
             self.entries[next as usize].prev = prev;
         }
