@@ -33,6 +33,34 @@
 //! # }
 //! ```
 //!
+//! # Which one do I use
+//!
+//! * [`Timer`]: shared by many tasks (`Clone + Send + Sync`), one future
+//!   per timeout ([`Timeout`], [`Interval`], [`Timer::timeout`]) or a
+//!   callback ([`Timer::schedule`]).
+//! * [`DelayQueue`]: one task owns many keyed deadlines and takes out what
+//!   expired from one [`Stream`](futures_core::Stream): expiring caches, retry and
+//!   rate-limit maps, session tables. tokio-util's `DelayQueue` API, with
+//!   generation-checked keys.
+//! * [`wheel::Wheel`]: the wheel alone, no clock, no runtime, no lock, for
+//!   your own event loop. Without the default `tokio` feature
+//!   (`default-features = false`) the crate is just this, on `slab`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use futures_util::StreamExt;
+//! use hashwheel::DelayQueue;
+//! use std::time::Duration;
+//!
+//! let mut sessions = DelayQueue::new();
+//! let key = sessions.insert("session 42", Duration::from_secs(30));
+//! sessions.reset(&key, Duration::from_secs(30)); // it was used
+//! let expired = sessions.next().await.unwrap();
+//! assert_eq!(expired.into_inner(), "session 42");
+//! # }
+//! ```
+//!
 //! # How the wheel works
 //!
 //! Every deadline is kept to the **microsecond** (rounded up, so nothing
@@ -170,6 +198,9 @@
 //!
 //! # More
 //!
+//! * [`wheel`]: the wheel on its own, with a plain-thread event loop
+//!   example; [`delay_queue`]: the keyed queue's [`Key`](delay_queue::Key)
+//!   and [`Expired`](delay_queue::Expired).
 //! * [`Interval`]: heartbeats with tokio's [`MissedTickBehavior`]s, one wheel
 //!   entry reset in O(1) per tick.
 //! * [`Timer::stats`]: pending, fired, cancelled, reset, driver wake-ups and
@@ -190,27 +221,46 @@
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "tokio")]
+pub mod delay_queue;
+#[cfg(feature = "tokio")]
 mod driver;
+#[cfg(feature = "tokio")]
 mod error;
 #[cfg(feature = "hyper")]
 mod hyper;
+#[cfg(feature = "tokio")]
 mod interval;
+#[cfg(feature = "tokio")]
 mod shard;
+#[cfg(feature = "tokio")]
 mod stats;
+#[cfg(feature = "tokio")]
 mod task;
+#[cfg(feature = "tokio")]
 mod ticks;
+#[cfg(feature = "tokio")]
 mod timeout;
+#[cfg(feature = "tokio")]
 mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
-mod wheel;
+pub mod wheel;
 
+#[cfg(feature = "tokio")]
+pub use delay_queue::DelayQueue;
+#[cfg(feature = "tokio")]
 pub use error::{Elapsed, Error};
+#[cfg(feature = "tokio")]
 pub use interval::{Interval, MissedTickBehavior};
+#[cfg(feature = "tokio")]
 pub use stats::Stats;
+#[cfg(feature = "tokio")]
 pub use task::TaskHandle;
+#[cfg(feature = "tokio")]
 pub use timeout::{Timeout, WithTimeout};
+#[cfg(feature = "tokio")]
 pub use timer::{Builder, Timer};
 
 /// The README's Rust examples, run as doctests so that they keep working.
@@ -224,8 +274,11 @@ struct ReadmeDoctests;
 #[doc(hidden)]
 pub mod fuzzing {
     /// Decodes `data` into operations on one wheel and checks each against
-    /// a reference model; panics with a shrunk reproduction on a mismatch.
+    /// a reference model, twice: as the timer uses the wheel's core, and
+    /// through the public [`Wheel`](crate::wheel::Wheel); panics with a
+    /// shrunk reproduction on a mismatch.
     pub fn wheel(data: &[u8]) {
         crate::wheel::model::check_bytes(data);
+        crate::wheel::keyed_model::check_bytes(data);
     }
 }

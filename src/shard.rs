@@ -24,7 +24,7 @@ use tokio::time::{Instant, Sleep};
 use crate::error::{Error, StopReason};
 use crate::stats::Stats;
 use crate::ticks::Ticks;
-use crate::wheel::{Expired, Key, Wheel, NEVER};
+use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
 
 /// The state shared by [`Timer`]s and scheduled tasks: the shards and what
 /// they share. [`Timeout`]s hold only their [`Shard`], so that threads on

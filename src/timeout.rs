@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::error::{Elapsed, StopReason};
 use crate::shard::{wake_all, AtomicCounts, Shard};
-use crate::wheel::{Key, State, NEVER};
+use crate::wheel::raw::{Key, State, NEVER};
 
 // A `Timeout` is two words: its shard (which wheel and lock, and through
 // it the timer) and a state word. Holding the shard rather than the whole

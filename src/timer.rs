@@ -17,7 +17,7 @@ use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 use crate::timeout::{Timeout, WithTimeout};
-use crate::wheel::{Key, NEVER};
+use crate::wheel::raw::{Key, NEVER};
 
 /// The smallest tick; shorter ones are raised to it.
 const MIN_TICK: Duration = Duration::from_millis(1);

@@ -23,6 +23,7 @@ impl BitSet {
         BitSet { levels }
     }
 
+    #[inline]
     pub(crate) fn set(&mut self, mut index: usize) {
         for level in &mut self.levels {
             let word = &mut level[index / 64];
@@ -35,6 +36,7 @@ impl BitSet {
         }
     }
 
+    #[inline]
     pub(crate) fn clear(&mut self, mut index: usize) {
         for level in &mut self.levels {
             let word = &mut level[index / 64];
@@ -46,12 +48,21 @@ impl BitSet {
         }
     }
 
+    /// Clears every bit.
+    pub(crate) fn clear_all(&mut self) {
+        for level in &mut self.levels {
+            level.fill(0);
+        }
+    }
+
     /// The first set index at or after `from`, without wrapping.
+    #[inline]
     pub(crate) fn next_set(&self, from: usize) -> Option<usize> {
         self.next_in(0, from)
     }
 
     /// The first set index at or after `from`, wrapping around to 0.
+    #[inline]
     pub(crate) fn next_set_cyclic(&self, from: usize) -> Option<usize> {
         self.next_set(from).or_else(|| self.next_set(0))
     }

@@ -1,659 +1,678 @@
-//! The hashed wheel: a pure data structure driven by a tick number.
+//! The hashed wheel on its own: no clock, no runtime, no lock.
 //!
-//! No clock, no tokio, no locks: the timer wraps one `Wheel` per shard in a
-//! mutex and the driver feeds it the current tick. That keeps it
-//! unit-testable and fuzzable on its own.
+//! [`Wheel`] is the data structure under [`Timer`](crate::Timer) and
+//! [`DelayQueue`](crate::DelayQueue), for event loops that tokio does not
+//! drive: mio or io_uring loops, game and simulation loops, embedded
+//! schedulers. Time is a tick number that you choose and feed in: insert a
+//! value at a tick and get a [`Key`]; [`remove`](Wheel::remove) or
+//! [`reset`](Wheel::reset) it by key; ask for the [next tick with
+//! work](Wheel::next_tick) to know how long to sleep; and take out what is
+//! due with [`poll`](Wheel::poll). It builds without tokio
+//! (`default-features = false`), with `slab` as its only dependency.
 //!
-//! # Layout
+//! # Ticks
 //!
-//! Entries live in a [`Slab`]; every bucket is a doubly linked list threaded
-//! through the slab by key (no pointers, no `unsafe`). Ticks are grouped into
-//! *rounds* of `buckets` ticks (one turn of the wheel).
+//! A tick is whatever unit suits the loop (a millisecond, a frame, a
+//! simulation step), counted from zero. To never fire early, round a
+//! deadline *up* to its tick and the clock *down* to the tick that has begun,
+//! as below. A tick at or before the last one polled is due at once: the
+//! next [`poll`](Wheel::poll) takes it out whatever tick it is given.
+//! Ticks past [`MAX_TICK`] never come due (2^62 ticks: over 146,000 years
+//! of microseconds); such entries stay until removed.
 //!
-//! * **Buckets** (level 0) hold only the entries due in the current round, in
-//!   bucket `tick % buckets`. Every entry in a bucket is due when the cursor
-//!   reaches it: a turn visits only what expires.
-//! * **The round ring** (level 1) holds the entries due in later rounds, in
-//!   slot `round % ring`. When the cursor enters round `r`, slot `r % ring` is
-//!   walked once and its entries for round `r` move into their buckets. The
-//!   remaining rounds of an entry are therefore counted by the ring instead of
-//!   being decremented on every pass (which costs Netty's wheel a visit of
-//!   every entry on every turn); entries more than one ring away stay put and
-//!   are looked at once per turn of the ring.
-//! * **Never**: entries at or past [`NEVER`] sit on a list of their own.
+//! # Keys
 //!
-//! Insert, cancel and reset are O(1). Finding the next occupied bucket or
-//! slot uses an occupancy [`BitSet`] per level. A bit may be stale (set for
-//! a list that has since emptied): unlinking never clears bits, which keeps
-//! cancel from touching the bit set; whoever finds a stale bit while
-//! searching clears it.
+//! A [`Key`] names one entry for as long as it is in the wheel. Each carries
+//! a generation, so a stale key (its entry removed or polled out, the wheel
+//! cleared, or a key of another wheel) never reaches the entry that reuses
+//! its slot: [`remove`](Wheel::remove), [`get`](Wheel::get) and
+//! [`tick`](Wheel::tick) return `None` and [`reset`](Wheel::reset) returns
+//! `false`. Generations come from one process-wide 32-bit counter, so the
+//! only way for a stale key to match is for 2^32 more entries to be
+//! inserted in the process with one of them landing on its slot.
 //!
-//! A reset that keeps an entry in the same list (a ring slot: the same
-//! round) only rewrites its tick.
+//! # Cost
 //!
-//! # Invariants
+//! | operation | cost |
+//! |---|---|
+//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slab slot and a list push or unlink |
+//! | [`poll`](Wheel::poll) | O(1) per entry taken out; empty ticks and rounds are skipped with occupancy bit sets |
+//! | [`next_tick`](Wheel::next_tick) | O(1), plus a look at up to 64 entries of the next round's ring slot |
+//! | [`peek`](Wheel::peek) | O(1) while the current round has entries; else a scan of ring slots |
+//! | [`compact`](Wheel::compact) | O(len) |
 //!
-//! * `elapsed` is the last tick processed: every linked entry has
-//!   `tick > elapsed`.
-//! * Level 0 holds exactly the linked entries with
-//!   `round(tick) == round(elapsed + 1)`; level 1 those with a later round.
-//! * The state of an entry lives in `prev` while it is unlinked: [`FIRED`]
-//!   or [`CANCELLED`].
+//! An entry takes the value plus 16 bytes (24 for `()`) in the slab, and a
+//! key is 8 bytes (`Option<Key>` too). The wheel itself is two arrays of
+//! `u32` list heads, buckets and ring slots (2 KiB each by default).
+//!
+//! # Examples
+//!
+//! A plain thread driving the wheel from [`std::time::Instant`], 1 ms ticks:
+//!
+//! ```
+//! use hashwheel::wheel::Wheel;
+//! use std::time::{Duration, Instant};
+//!
+//! let start = Instant::now();
+//! // Deadlines round up to the tick, the clock rounds down: never early.
+//! let tick_of = |at: Instant| at.duration_since(start).as_nanos().div_ceil(1_000_000) as u64;
+//! let now_tick = || start.elapsed().as_millis() as u64;
+//!
+//! let mut wheel = Wheel::new();
+//! wheel.insert(tick_of(Instant::now() + Duration::from_millis(5)), "five");
+//! let two = wheel.insert(tick_of(Instant::now() + Duration::from_millis(2)), "two");
+//! let gone = wheel.insert(tick_of(Instant::now() + Duration::from_millis(3)), "gone");
+//! assert_eq!(wheel.remove(gone), Some("gone"));
+//! assert_eq!(wheel.remove(gone), None, "a stale key does nothing");
+//!
+//! let mut fired = Vec::new();
+//! while !wheel.is_empty() {
+//!     // Sleep until the next tick with work (an I/O loop would use it as
+//!     // its poll timeout), then take out everything due.
+//!     if let Some(next) = wheel.next_tick() {
+//!         let at = start + Duration::from_millis(next);
+//!         std::thread::sleep(at.saturating_duration_since(Instant::now()));
+//!     }
+//!     while let Some(expired) = wheel.poll(now_tick()) {
+//!         assert!(expired.tick <= now_tick(), "never early");
+//!         fired.push((expired.key, expired.value));
+//!     }
+//! }
+//! assert_eq!(fired, [(two, "two"), (fired[1].0, "five")]);
+//! ```
 
 mod bitset;
 #[cfg(any(test, fuzzing))]
+pub(crate) mod keyed_model;
+#[cfg(any(test, fuzzing))]
 pub(crate) mod model;
+pub(crate) mod raw;
 
-use std::num::NonZeroU64;
+use std::collections::HashMap;
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use slab::Slab;
+/// The last tick that comes due: 2^62 − 3. Entries at later ticks never
+/// come due; [`Wheel::tick`] reads them back as `u64::MAX`.
+pub const MAX_TICK: u64 = raw::NEVER - 2;
 
-pub(crate) use bitset::BitSet;
+/// The default number of buckets (ticks in one turn of the wheel) and of
+/// round ring slots (turns of the wheel the ring covers).
+const DEFAULT_SLOTS: usize = 512;
 
-/// A slab key.
-pub(crate) type Key = u32;
+/// Generations are handed to wheels in blocks of this many, from one
+/// process-wide counter: one atomic add per block, and no generation is
+/// handed out twice until 2^32 have been.
+const GENERATION_BLOCK: u32 = 1 << 12;
+static NEXT_BLOCK: AtomicU32 = AtomicU32::new(0);
 
-/// Times at or beyond this are never reached (2^62 units: over 146,000 years
-/// of microseconds).
-pub(crate) const NEVER: u64 = (1 << 62) - 1;
-
-/// List end.
-const NIL: u32 = u32::MAX;
-/// `prev` of an entry that fired and is still owned by its handle.
-const FIRED: u32 = u32::MAX - 1;
-/// `prev` of an entry cancelled by [`Wheel::drain`] and still owned by its handle.
-const CANCELLED: u32 = u32::MAX - 2;
-/// The largest number of entries, so keys never collide with the markers.
-const MAX_ENTRIES: usize = (u32::MAX - 3) as usize;
-
-/// Marks an entry that no handle owns (a scheduled task): it is removed from
-/// the slab when it fires or is drained.
-const DETACHED: u64 = 1 << 63;
-
-/// The state of an entry, as seen by the handle that owns it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    /// Linked in the wheel, waiting for its tick.
-    Pending,
-    /// Its tick was processed.
-    Fired,
-    /// Drained by [`Wheel::drain`] (the timer stopped).
-    Cancelled,
+/// A hashed wheel of `T` values due at ticks, with generation-checked keys.
+///
+/// See the [module docs](self) for ticks, keys and costs.
+///
+/// # Examples
+///
+/// ```
+/// use hashwheel::wheel::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let a = wheel.insert(10, 'a');
+/// let b = wheel.insert(3, 'b');
+/// assert!(wheel.reset(a, 2));
+///
+/// assert!(wheel.poll(1).is_none());
+/// assert_eq!(wheel.poll(5).map(|e| (e.key, e.value)), Some((a, 'a')));
+/// assert_eq!(wheel.poll(5).map(|e| (e.key, e.tick)), Some((b, 3)));
+/// assert!(wheel.poll(5).is_none());
+/// assert!(wheel.is_empty());
+/// ```
+pub struct Wheel<T> {
+    raw: raw::Wheel<Slot<T>>,
+    /// The next generation of this wheel's block, and the block's end.
+    next_generation: u32,
+    end_generation: u32,
+    /// Entries that [`compact`](Wheel::compact) moved, by generation: the
+    /// index their key names, and where they are now. Empty unless
+    /// `compact` moved something, so the common paths only test that.
+    moved: HashMap<NonZeroU32, (u32, u32)>,
 }
 
-/// An entry that [`Wheel::pop_expired`] took out of the wheel.
-#[derive(Debug)]
-pub(crate) struct Expired<T> {
-    pub(crate) key: Key,
-    pub(crate) detached: bool,
-    /// The value: moved out of a detached entry (which is removed), taken
-    /// with [`Default`] from an owned one (which stays, marked fired).
-    pub(crate) value: T,
-}
-
-#[derive(Debug)]
-struct Entry<T> {
-    /// The deadline tick, with [`DETACHED`] or'ed in. Never zero: linked
-    /// entries are due after tick 0, which gives `slab` a niche for its tag.
-    tick: NonZeroU64,
-    next: u32,
-    prev: u32,
+/// What the wheel stores per entry: the value and its key's generation.
+struct Slot<T> {
+    generation: NonZeroU32,
     value: T,
 }
 
-impl<T> Entry<T> {
-    fn tick(&self) -> u64 {
-        self.tick.get() & !DETACHED
-    }
+/// Names one entry of a [`Wheel`] while it is in the wheel.
+///
+/// Eight bytes; `Option<Key>` too. A key whose entry has left (removed,
+/// polled out, cleared) or that belongs to another wheel never names
+/// another entry: see the [module docs](self#keys). Keys order
+/// arbitrarily (by slot), so they can go in a `BTreeMap`.
+///
+/// # Examples
+///
+/// ```
+/// use hashwheel::wheel::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let key = wheel.insert(5, "a");
+/// assert_eq!(wheel.remove(key), Some("a"));
+/// let reused = wheel.insert(5, "b"); // may reuse the slot
+/// assert_ne!(key, reused);
+/// assert_eq!(wheel.get(key), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    index: u32,
+    generation: NonZeroU32,
+}
 
-    fn is_detached(&self) -> bool {
-        self.tick.get() & DETACHED != 0
-    }
+/// An entry that [`Wheel::poll`] took out of the wheel.
+///
+/// # Examples
+///
+/// ```
+/// let mut wheel = hashwheel::wheel::Wheel::new();
+/// let key = wheel.insert(7, "value");
+/// let expired = wheel.poll(7).unwrap();
+/// assert_eq!((expired.key, expired.tick, expired.value), (key, 7, "value"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Expired<T> {
+    /// The key the entry had.
+    pub key: Key,
+    /// The tick it was due at (earlier than the tick polled if it was
+    /// inserted or reset at a tick already polled).
+    pub tick: u64,
+    /// Its value.
+    pub value: T,
+}
 
-    fn set_tick(&mut self, tick: u64) {
-        let flags = self.tick.get() & DETACHED;
-        self.tick = nonzero(tick | flags);
-    }
+/// The raw wheel's tick for tick `tick`: one later, so that tick 0 is not
+/// processed when the wheel is new (the raw wheel starts with tick 0 done).
+#[inline]
+fn raw_tick(tick: u64) -> u64 {
+    tick.saturating_add(1).min(raw::NEVER)
+}
 
-    fn state(&self) -> State {
-        match self.prev {
-            FIRED => State::Fired,
-            CANCELLED => State::Cancelled,
-            _ => State::Pending,
-        }
+#[inline]
+fn public_tick(raw: u64) -> u64 {
+    if raw >= raw::NEVER {
+        u64::MAX
+    } else {
+        raw - 1
     }
 }
 
-fn nonzero(tick: u64) -> NonZeroU64 {
-    NonZeroU64::new(tick).unwrap_or(NonZeroU64::MIN)
-}
-
-/// Where a linked entry's list head lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum List {
-    Bucket(usize),
-    Ring(usize),
-    Never,
-    /// Entries at or before `elapsed` not yet popped: the due part of a
-    /// bucket that was only partly due (see [`Wheel::pop_expired`]).
-    Due,
-}
-
-/// One level: list heads and their occupancy.
-#[derive(Debug)]
-struct Level {
-    heads: Box<[u32]>,
-    occupied: BitSet,
-}
-
-impl Level {
-    fn new(len: usize) -> Level {
-        Level {
-            heads: vec![NIL; len].into_boxed_slice(),
-            occupied: BitSet::new(len),
-        }
-    }
-}
-
-/// A hashed wheel of `T` values keyed by [`Key`].
-#[derive(Debug)]
-pub(crate) struct Wheel<T> {
-    entries: Slab<Entry<T>>,
-    buckets: Level,
-    ring: Level,
-    never: u32,
-    /// Head of the [`List::Due`] list.
-    due: u32,
-    /// log2 of the number of buckets.
-    shift: u32,
-    /// log2 of the time units per bucket (0: one unit per bucket).
-    res: u32,
-    bucket_mask: u64,
-    ring_mask: u64,
-    elapsed: u64,
-    linked: usize,
-}
-
-impl<T: Default> Wheel<T> {
-    /// A wheel of `buckets` buckets and a round ring of `ring` slots; both
-    /// must be powers of two.
-    #[allow(dead_code)] // the timer uses `with_resolution`
-    pub(crate) fn new(buckets: usize, ring: usize) -> Wheel<T> {
-        Wheel::with_resolution(buckets, ring, 0)
-    }
-
-    /// A wheel whose buckets are `2^res` time units wide: times keep their
-    /// full resolution (an entry is due once `now` reaches its own time),
-    /// while buckets and rounds span more time.
-    pub(crate) fn with_resolution(buckets: usize, ring: usize, res: u32) -> Wheel<T> {
-        assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
-        Wheel {
-            entries: Slab::new(),
-            buckets: Level::new(buckets),
-            ring: Level::new(ring),
-            never: NIL,
-            due: NIL,
-            shift: buckets.trailing_zeros(),
-            res,
-            bucket_mask: buckets as u64 - 1,
-            ring_mask: ring as u64 - 1,
-            elapsed: 0,
-            linked: 0,
-        }
-    }
-
-    /// The last tick processed. Entries at or before it have fired.
-    pub(crate) fn elapsed(&self) -> u64 {
-        self.elapsed
-    }
-
-    /// How many entries are linked (pending).
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn len(&self) -> usize {
-        self.linked
-    }
-
-    /// How many entries the slab holds, pending or owned after firing.
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn entries(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// The key the next [`insert`](Self::insert) will use.
-    pub(crate) fn vacant_key(&self) -> Key {
-        self.entries.vacant_key() as Key
-    }
-
-    /// Inserts a pending entry due at `tick`. A tick at or before
-    /// [`elapsed`](Self::elapsed) is moved to the next tick, so it fires on the
-    /// next [`pop_expired`](Self::pop_expired) past it.
+impl<T> Wheel<T> {
+    /// An empty wheel of 512 buckets and a round ring of 512 slots: ticks in
+    /// the next 512 go straight to their bucket, the next 512 × 512 wait in
+    /// the ring. It allocates no entries until the first insert.
     ///
-    /// A detached entry is removed when it fires; an owned one stays, marked
-    /// fired, until [`remove`](Self::remove).
+    /// # Examples
+    ///
+    /// ```
+    /// let wheel: hashwheel::wheel::Wheel<u32> = hashwheel::wheel::Wheel::new();
+    /// assert!(wheel.is_empty());
+    /// ```
+    #[must_use]
+    pub fn new() -> Wheel<T> {
+        Wheel::with_shape(DEFAULT_SLOTS, DEFAULT_SLOTS)
+    }
+
+    /// An empty wheel of `buckets` buckets and a round ring of `ring` slots.
+    ///
+    /// One turn of the wheel is `buckets` ticks; entries due within the
+    /// current turn sit in their bucket, later ones in the ring slot of their
+    /// turn, and move to their bucket when that turn begins. Entries more
+    /// than `buckets × ring` ticks away are looked at once per turn of the
+    /// ring, so size that span to cover most deadlines. Each bucket and
+    /// slot costs 4 bytes.
+    ///
+    /// # Panics
+    ///
+    /// If `buckets` or `ring` is not a power of two.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // 1 ms ticks: one turn is 1.024 s, the ring covers 17.5 minutes.
+    /// let wheel: hashwheel::wheel::Wheel<()> = hashwheel::wheel::Wheel::with_shape(1024, 1024);
+    /// # drop(wheel);
+    /// ```
+    #[must_use]
+    #[track_caller]
+    pub fn with_shape(buckets: usize, ring: usize) -> Wheel<T> {
+        assert!(
+            buckets.is_power_of_two() && ring.is_power_of_two(),
+            "hashwheel: a wheel's buckets ({buckets}) and ring slots ({ring}) must be powers of two"
+        );
+        Wheel {
+            raw: raw::Wheel::new(buckets, ring),
+            next_generation: 0,
+            end_generation: 0,
+            moved: HashMap::new(),
+        }
+    }
+
+    /// Inserts `value` due at `tick` and returns its key. A tick at or before
+    /// the last one polled is due at once.
     ///
     /// # Panics
     ///
     /// If the wheel already holds `u32::MAX - 3` entries.
-    pub(crate) fn insert(&mut self, tick: u64, detached: bool, value: T) -> Key {
-        assert!(
-            self.entries.len() < MAX_ENTRIES,
-            "hashwheel: a shard cannot hold more than {MAX_ENTRIES} timeouts"
-        );
-        let tick = self.clamp(tick);
-        let flags = if detached { DETACHED } else { 0 };
-        let key = self.entries.insert(Entry {
-            tick: nonzero(tick | flags),
-            next: NIL,
-            prev: FIRED,
-            value,
-        }) as Key;
-        self.link(key, tick);
-        key
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// assert!(wheel.poll(100).is_none());
+    /// let late = wheel.insert(50, "late"); // tick 100 was polled: due at once
+    /// assert_eq!(wheel.poll(100).map(|e| e.key), Some(late));
+    /// ```
+    #[track_caller]
+    pub fn insert(&mut self, tick: u64, value: T) -> Key {
+        let generation = self.generation();
+        let index = self
+            .raw
+            .insert_due(raw_tick(tick), Slot { generation, value });
+        Key { index, generation }
     }
 
-    /// The state of the entry at `key`.
+    /// Removes the entry `key` names and returns its value; `None` if the
+    /// key is stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, "a");
+    /// assert_eq!(wheel.remove(key), Some("a"));
+    /// assert_eq!(wheel.remove(key), None);
+    /// ```
+    pub fn remove(&mut self, key: Key) -> Option<T> {
+        self.remove_entry(key).map(|expired| expired.value)
+    }
+
+    /// Removes the entry `key` names and returns it whole, with its key as
+    /// handed out and its tick; `None` if the key is stale.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[inline]
+    pub(crate) fn remove_entry(&mut self, key: Key) -> Option<Expired<T>> {
+        // One slab lookup on the common path: the key names its slot.
+        let same = |slot: &Slot<T>| slot.generation == key.generation;
+        let (tick, slot) = match self.raw.remove_if(key.index, same) {
+            Some(removed) => removed,
+            None => {
+                let at = self.find(key)?;
+                let tick = self.raw.tick(at);
+                (tick, self.raw.remove(at).1)
+            }
+        };
+        self.forget(slot.generation);
+        Some(Expired {
+            key,
+            tick: public_tick(tick),
+            value: slot.value,
+        })
+    }
+
+    /// Moves the entry `key` names to `tick` (due at once if `tick` is at or
+    /// before the last tick polled). Returns `false`, and does nothing, if
+    /// the key is stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, "a");
+    /// assert!(wheel.reset(key, 50));
+    /// assert!(wheel.poll(10).is_none());
+    /// assert_eq!(wheel.tick(key), Some(50));
+    /// ```
+    pub fn reset(&mut self, key: Key, tick: u64) -> bool {
+        match self.find(key) {
+            Some(at) => {
+                self.raw.reset_due(at, raw_tick(tick));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes out the next entry due at or before `now`: entries due at once
+    /// first, then by tick (entries of one tick in the order
+    /// [`peek`](Self::peek) gives). Returns `None` once nothing more is due;
+    /// call it until then.
+    ///
+    /// `now` only moves forward: a `now` below one already polled polls that
+    /// one again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// wheel.insert(2, "b");
+    /// wheel.insert(1, "a");
+    /// wheel.insert(9, "c");
+    /// let due: Vec<_> = std::iter::from_fn(|| wheel.poll(5)).map(|e| e.value).collect();
+    /// assert_eq!(due, ["a", "b"]);
+    /// ```
+    pub fn poll(&mut self, now: u64) -> Option<Expired<T>> {
+        let (at, tick, slot) = self.raw.pop_due(raw_tick(now))?;
+        let key = self.key_of(at, slot.generation);
+        self.forget(slot.generation);
+        Some(Expired {
+            key,
+            tick: public_tick(tick),
+            value: slot.value,
+        })
+    }
+
+    /// The next tick with work: [`poll`](Self::poll) takes out nothing before
+    /// it. `None` when nothing can come due (the wheel is empty, or holds
+    /// only entries past [`MAX_TICK`]).
+    ///
+    /// It is exact when the next entry is due in the current turn of the
+    /// wheel, or in the next occupied ring slot when that slot is short
+    /// (64 entries or fewer); otherwise it is the start of that ring slot's
+    /// turn, where a poll moves the entries on and finds the exact tick.
+    /// With entries due at once it is the last tick polled. Takes `&mut self`
+    /// to forget lists that emptied, so that the loop is not woken for them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// assert_eq!(wheel.next_tick(), None);
+    /// wheel.insert(40, ());
+    /// wheel.insert(700, ());
+    /// assert_eq!(wheel.next_tick(), Some(40));
+    /// ```
+    pub fn next_tick(&mut self) -> Option<u64> {
+        // The raw wheel says `elapsed` (at least 1 then) for entries due at once.
+        self.raw
+            .next_expiration()
+            .map(|tick| tick.saturating_sub(1))
+    }
+
+    /// The key of the entry [`poll`](Self::poll) takes out next once its
+    /// tick comes, without taking it out: the one with the earliest tick.
+    ///
+    /// O(1) while the current turn of the wheel has entries; otherwise it
+    /// scans ring slots (every entry, when all are a turn of the ring or
+    /// more away).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// wheel.insert(10, "foo");
+    /// let bar = wheel.insert(5, "bar");
+    /// wheel.insert(15, "baz");
+    /// assert_eq!(wheel.peek(), Some(bar));
+    /// ```
+    #[must_use]
+    pub fn peek(&self) -> Option<Key> {
+        let at = self.raw.peek()?;
+        let generation = self.raw.get(at)?.generation;
+        Some(self.key_of(at, generation))
+    }
+
+    /// The tick of the entry `key` names (`u64::MAX` past [`MAX_TICK`]);
+    /// `None` if the key is stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, ());
+    /// assert_eq!(wheel.tick(key), Some(5));
+    /// ```
+    #[must_use]
+    pub fn tick(&self, key: Key) -> Option<u64> {
+        let at = self.find(key)?;
+        Some(public_tick(self.raw.tick(at)))
+    }
+
+    /// The value of the entry `key` names; `None` if the key is stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, "a");
+    /// assert_eq!(wheel.get(key), Some(&"a"));
+    /// ```
+    #[must_use]
+    pub fn get(&self, key: Key) -> Option<&T> {
+        let at = self.find(key)?;
+        self.raw.get(at).map(|slot| &slot.value)
+    }
+
+    /// The value of the entry `key` names, mutably; `None` if the key is
+    /// stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, 1);
+    /// *wheel.get_mut(key).unwrap() += 1;
+    /// assert_eq!(wheel.get(key), Some(&2));
+    /// ```
+    #[must_use]
+    pub fn get_mut(&mut self, key: Key) -> Option<&mut T> {
+        let at = self.find(key)?;
+        self.raw.get_mut(at).map(|slot| &mut slot.value)
+    }
+
+    /// Whether `key` names an entry of this wheel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, ());
+    /// assert!(wheel.contains(key));
+    /// wheel.clear();
+    /// assert!(!wheel.contains(key));
+    /// ```
+    #[must_use]
+    pub fn contains(&self, key: Key) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// How many entries the wheel holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// wheel.insert(5, ());
+    /// assert_eq!(wheel.len(), 1);
+    /// ```
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.raw.entries()
+    }
+
+    /// Whether the wheel holds no entry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let wheel: hashwheel::wheel::Wheel<()> = hashwheel::wheel::Wheel::new();
+    /// assert!(wheel.is_empty());
+    /// ```
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.raw.entries() == 0
+    }
+
+    /// How many entries the wheel holds without allocating.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel: hashwheel::wheel::Wheel<()> = hashwheel::wheel::Wheel::new();
+    /// wheel.reserve(10);
+    /// assert!(wheel.capacity() >= 10);
+    /// ```
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.raw.capacity()
+    }
+
+    /// Makes room for at least `additional` more entries.
     ///
     /// # Panics
     ///
-    /// If `key` is vacant (a bug in the caller: handles own their keys).
-    pub(crate) fn state(&self, key: Key) -> State {
-        self.entries[key as usize].state()
-    }
-
-    /// The deadline tick of the entry at `key`.
-    pub(crate) fn tick(&self, key: Key) -> u64 {
-        self.entries[key as usize].tick()
-    }
-
-    /// The value of the entry at `key`.
-    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
-        &mut self.entries[key as usize].value
-    }
-
-    /// Removes the entry at `key` and returns its state and value.
-    pub(crate) fn remove(&mut self, key: Key) -> (State, T) {
-        let state = self.state(key);
-        if state == State::Pending {
-            self.unlink(key);
-        }
-        (state, self.entries.remove(key as usize).value)
-    }
-
-    /// Moves the entry at `key` to `tick`, whether it is pending or has fired.
-    /// A cancelled entry stays cancelled. Returns the state it had.
+    /// If the wheel would hold more than `u32::MAX - 3` entries, or the
+    /// allocation fails.
     ///
-    /// A tick at or before [`elapsed`](Self::elapsed) fires the entry now:
-    /// it is marked fired and its value is taken and returned.
-    pub(crate) fn reset(&mut self, key: Key, tick: u64) -> (State, Option<T>) {
-        let state = self.state(key);
-        match state {
-            State::Cancelled => return (state, None),
-            State::Pending => {
-                let old = self.entries[key as usize].tick();
-                let new = tick.min(NEVER);
-                if new > self.elapsed && self.list_for(old) == self.list_for(new) {
-                    // Same list: nothing to relink.
-                    self.entries[key as usize].set_tick(new);
-                    return (state, None);
-                }
-                self.unlink(key);
-            }
-            State::Fired => {}
-        }
-        let entry = &mut self.entries[key as usize];
-        entry.set_tick(tick.clamp(1, NEVER));
-        if tick <= self.elapsed {
-            entry.prev = FIRED;
-            let value = std::mem::take(&mut entry.value);
-            return (state, Some(value));
-        }
-        self.link(key, tick.min(NEVER));
-        (state, None)
-    }
-
-    /// Takes out the next entry due at or before `now`, processing ticks in
-    /// order. Returns `None` once every tick up to `now` is processed.
+    /// # Examples
     ///
-    /// Entries come out bucket by bucket; inside a bucket wider than one
-    /// time unit (see [`with_resolution`](Self::with_resolution)) in no
-    /// particular order.
-    pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
-        let now = now.min(NEVER - 1);
-        loop {
-            if self.due != NIL {
-                return Some(self.expire(self.due));
-            }
-            if self.elapsed >= now {
-                return None;
-            }
-            if let Some((bucket, slot)) = self.next_bucket() {
-                let start = slot << self.res;
-                if start > now {
-                    self.elapsed = now;
-                    return None;
-                }
-                let end = start + ((1 << self.res) - 1);
-                if end <= now {
-                    // The whole bucket is due.
-                    self.elapsed = self.elapsed.max(start.saturating_sub(1));
-                    let key = self.buckets.heads[bucket];
-                    return Some(self.expire(key));
-                }
-                // Partly due: move its due entries to the due list.
-                self.split_bucket(bucket, now);
-                self.elapsed = now;
-                continue;
-            }
-            self.enter_next_round(now);
-        }
+    /// ```
+    /// let mut wheel: hashwheel::wheel::Wheel<()> = hashwheel::wheel::Wheel::new();
+    /// wheel.reserve(100);
+    /// assert!(wheel.capacity() >= 100);
+    /// ```
+    #[track_caller]
+    pub fn reserve(&mut self, additional: usize) {
+        assert!(
+            self.len().saturating_add(additional) <= raw::MAX_ENTRIES,
+            "hashwheel: a wheel cannot hold more than {} entries",
+            raw::MAX_ENTRIES
+        );
+        self.raw.reserve(additional);
     }
 
-    /// Moves the entries of `bucket` due at or before `now` to the due list.
-    fn split_bucket(&mut self, bucket: usize, now: u64) {
-        let mut key = self.buckets.heads[bucket];
-        while key != NIL {
-            let entry = &self.entries[key as usize];
-            let next = entry.next;
-            if entry.tick() <= now {
-                self.unlink(key);
-                self.linked += 1;
-                self.push(List::Due, key);
-            }
-            key = next;
-        }
-    }
-
-    /// The level-0 buckets of this round are all processed: move the cursor
-    /// to the next round that has work, or to `now`, whichever comes first.
-    fn enter_next_round(&mut self, now: u64) {
-        let round = self.round_of(self.elapsed + 1);
-        let now_round = self.round_of(now + 1);
-        let turns = now_round.saturating_sub(round) / (self.ring_mask + 1);
-        let ring_round = if turns > self.linked as u64 {
-            // A jump over more turns of the ring than there are entries
-            // (years of paused time, a long suspend): looking at every entry
-            // once costs less than visiting an occupied slot on every turn.
-            self.earliest_ring_round()
-        } else {
-            self.next_ring_slot().map(|(_, round)| round)
-        };
-        match ring_round {
-            Some(next) if next <= now_round => {
-                self.elapsed = (next << (self.shift + self.res)) - 1;
-                self.cascade(next);
-            }
-            _ => self.elapsed = now,
-        }
-    }
-
-    /// The next non-empty bucket of the current round and its tick. Clears
-    /// the stale bits of lists that emptied (cancels leave them).
-    fn next_bucket(&mut self) -> Option<(usize, u64)> {
-        let next = (self.elapsed + 1) >> self.res;
-        let round = next >> self.shift;
-        let from = (next & self.bucket_mask) as usize;
-        while let Some(bucket) = self.buckets.occupied.next_set(from) {
-            if self.buckets.heads[bucket] != NIL {
-                return Some((bucket, (round << self.shift) | bucket as u64));
-            }
-            self.buckets.occupied.clear(bucket);
-        }
-        None
-    }
-
-    /// The next non-empty ring slot after the current round, and the round
-    /// it comes up in. Clears stale bits like [`next_bucket`](Self::next_bucket).
-    fn next_ring_slot(&mut self) -> Option<(usize, u64)> {
-        let after = self.round_of(self.elapsed + 1) + 1;
-        loop {
-            let slot = self
-                .ring
-                .occupied
-                .next_set_cyclic((after & self.ring_mask) as usize)?;
-            if self.ring.heads[slot] != NIL {
-                let round = after + ((slot as u64).wrapping_sub(after) & self.ring_mask);
-                return Some((slot, round));
-            }
-            self.ring.occupied.clear(slot);
-        }
-    }
-
-    /// The earliest round of any entry in the ring.
-    fn earliest_ring_round(&self) -> Option<u64> {
-        let mut earliest = None;
-        let mut from = 0;
-        while let Some(slot) = self.ring.occupied.next_set(from) {
-            let mut key = self.ring.heads[slot];
-            while key != NIL {
-                let entry = &self.entries[key as usize];
-                let round = self.round_of(entry.tick());
-                earliest = Some(earliest.map_or(round, |e: u64| e.min(round)));
-                key = entry.next;
-            }
-            from = slot + 1;
-        }
-        earliest
-    }
-
-    /// The cursor entered `round`: move the ring's entries for it into their
-    /// buckets; entries of later turns of the ring go back to their slot.
-    fn cascade(&mut self, round: u64) {
-        let slot = (round & self.ring_mask) as usize;
-        let mut key = std::mem::replace(&mut self.ring.heads[slot], NIL);
-        self.ring.occupied.clear(slot);
-        while key != NIL {
-            let entry = &self.entries[key as usize];
-            let next = entry.next;
-            let tick = entry.tick();
-            debug_assert!(self.round_of(tick) >= round, "an entry missed its round");
-            let list = if self.round_of(tick) == round {
-                List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
-            } else {
-                List::Ring(slot)
-            };
-            self.push(list, key);
-            key = next;
-        }
-    }
-
-    fn expire(&mut self, key: Key) -> Expired<T> {
-        self.unlink(key);
-        let entry = &mut self.entries[key as usize];
-        if entry.is_detached() {
-            let value = self.entries.remove(key as usize).value;
-            Expired {
-                key,
-                detached: true,
-                value,
-            }
-        } else {
-            entry.prev = FIRED;
-            Expired {
-                key,
-                detached: false,
-                value: std::mem::take(&mut entry.value),
-            }
-        }
-    }
-
-    /// The earliest tick at which [`pop_expired`](Self::pop_expired) has work:
-    /// the next occupied bucket, or else the earliest entry of the next round
-    /// whose ring slot is occupied (or that round's start, where the slot is
-    /// too long to scan or holds only later turns). `None` when nothing can
-    /// ever fire.
+    /// Gives back the memory of free slots at the end of the slab (all of
+    /// it when the wheel is empty). Entries do not move; see
+    /// [`compact`](Self::compact) for that.
     ///
-    /// Clears the stale bits it meets on the way, so that the driver is not
-    /// woken for a list that emptied.
-    pub(crate) fn next_expiration(&mut self) -> Option<u64> {
-        /// Ring entries looked at, at most, to find the exact tick.
-        const SCAN: usize = 64;
-        if self.due != NIL {
-            return Some(self.elapsed);
-        }
-        if let Some((bucket, slot)) = self.next_bucket() {
-            if self.res == 0 {
-                return Some(slot);
-            }
-            // The earliest time in the bucket: it holds at most one
-            // bucket's width of deadlines, each looked at about once
-            // before it is due.
-            let mut earliest = u64::MAX;
-            let mut key = self.buckets.heads[bucket];
-            while key != NIL {
-                let entry = &self.entries[key as usize];
-                earliest = earliest.min(entry.tick());
-                key = entry.next;
-            }
-            return Some(earliest);
-        }
-        let (slot, next_round) = self.next_ring_slot()?;
-        let round_start = next_round << (self.shift + self.res);
-        let mut earliest = u64::MAX;
-        let mut key = self.ring.heads[slot];
-        for _ in 0..SCAN {
-            if key == NIL {
-                break;
-            }
-            let entry = &self.entries[key as usize];
-            if self.round_of(entry.tick()) == next_round {
-                earliest = earliest.min(entry.tick());
-            }
-            key = entry.next;
-        }
-        if key == NIL && earliest != u64::MAX {
-            Some(earliest)
-        } else {
-            Some(round_start)
-        }
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let keys: Vec<_> = (0..100).map(|t| wheel.insert(t, ())).collect();
+    /// for key in keys {
+    ///     wheel.remove(key);
+    /// }
+    /// wheel.shrink_to_fit();
+    /// assert_eq!(wheel.capacity(), 0);
+    /// ```
+    pub fn shrink_to_fit(&mut self) {
+        self.raw.shrink();
+        self.moved.shrink_to_fit();
     }
 
-    /// Unlinks every pending entry: owned ones are marked cancelled and their
-    /// values taken, detached ones removed. Calls `f` for each.
-    pub(crate) fn drain(&mut self, mut f: impl FnMut(Expired<T>)) {
-        while let Some(key) = self.any_linked() {
-            self.unlink(key);
-            let entry = &mut self.entries[key as usize];
-            let expired = if entry.is_detached() {
-                Expired {
-                    key,
-                    detached: true,
-                    value: self.entries.remove(key as usize).value,
-                }
-            } else {
-                entry.prev = CANCELLED;
-                Expired {
-                    key,
-                    detached: false,
-                    value: std::mem::take(&mut entry.value),
-                }
-            };
-            f(expired);
-        }
+    /// Moves entries into free slots and gives back the rest of the slab, so
+    /// that the capacity is the length. Keys stay valid: the wheel remembers
+    /// where each moved entry went (in a map that empties as those entries
+    /// leave). O(len).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let keys: Vec<_> = (0..10).map(|t| wheel.insert(t, t)).collect();
+    /// for &key in &keys[..9] {
+    ///     wheel.remove(key);
+    /// }
+    /// wheel.compact();
+    /// assert_eq!(wheel.capacity(), 1);
+    /// assert_eq!(wheel.remove(keys[9]), Some(9));
+    /// ```
+    pub fn compact(&mut self) {
+        let moved = &mut self.moved;
+        self.raw.compact(|slot, from, to| {
+            moved
+                .entry(slot.generation)
+                .and_modify(|(_, at)| *at = to)
+                .or_insert((from, to));
+        });
+        self.raw.shrink();
     }
 
-    /// Gives back the slab's spare capacity: all of it when the slab is
-    /// empty, else the vacant tail. Returns the bytes freed.
-    pub(crate) fn shrink(&mut self) -> usize {
-        let before = self.entries.capacity();
-        if self.entries.is_empty() {
-            self.entries = Slab::new();
-        } else {
-            self.entries.shrink_to_fit();
-        }
-        (before - self.entries.capacity()) * std::mem::size_of::<Entry<T>>()
+    /// Removes every entry, keeping the capacity. Every key becomes stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::new();
+    /// let key = wheel.insert(5, "a");
+    /// wheel.clear();
+    /// assert!(wheel.is_empty() && wheel.get(key).is_none());
+    /// ```
+    pub fn clear(&mut self) {
+        self.moved.clear();
+        self.raw.clear();
     }
 
-    fn any_linked(&mut self) -> Option<Key> {
-        if self.never != NIL {
-            return Some(self.never);
+    /// A generation no key of this process has had (until 2^32 are used).
+    fn generation(&mut self) -> NonZeroU32 {
+        if self.next_generation == self.end_generation {
+            let first = NEXT_BLOCK
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(GENERATION_BLOCK);
+            // Generation 0 is never used: it leaves `Option<Key>` a niche.
+            self.next_generation = first.max(1);
+            self.end_generation = first.wrapping_add(GENERATION_BLOCK);
         }
-        if self.due != NIL {
-            return Some(self.due);
-        }
-        for level in [&mut self.buckets, &mut self.ring] {
-            while let Some(i) = level.occupied.next_set(0) {
-                if level.heads[i] != NIL {
-                    return Some(level.heads[i]);
-                }
-                level.occupied.clear(i);
+        let generation = self.next_generation;
+        self.next_generation = generation.wrapping_add(1);
+        NonZeroU32::new(generation).unwrap_or(NonZeroU32::MIN)
+    }
+
+    /// Where the entry `key` names is, if it is in this wheel.
+    fn find(&self, key: Key) -> Option<u32> {
+        if let Some(slot) = self.raw.get(key.index) {
+            if slot.generation == key.generation {
+                return Some(key.index);
             }
         }
-        None
-    }
-
-    fn clamp(&self, tick: u64) -> u64 {
-        tick.clamp(self.elapsed + 1, NEVER)
-    }
-
-    /// Where a linked entry due at `tick` lives now.
-    fn list_for(&self, tick: u64) -> List {
-        if tick <= self.elapsed {
-            List::Due
-        } else if tick >= NEVER {
-            List::Never
-        } else if self.round_of(tick) == self.round_of(self.elapsed + 1) {
-            List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
-        } else {
-            List::Ring((self.round_of(tick) & self.ring_mask) as usize)
+        if self.moved.is_empty() {
+            return None;
         }
+        let &(index, at) = self.moved.get(&key.generation)?;
+        let here = self.raw.get(at)?.generation == key.generation;
+        (index == key.index && here).then_some(at)
     }
 
-    /// The round (turn of the wheel) that `time` falls in.
-    fn round_of(&self, time: u64) -> u64 {
-        time >> (self.shift + self.res)
-    }
-
-    fn link(&mut self, key: Key, tick: u64) {
-        debug_assert!(tick > self.elapsed);
-        self.linked += 1;
-        let list = self.list_for(tick);
-        self.push(list, key);
-    }
-
-    /// Pushes `key` at the head of `list`.
-    fn push(&mut self, list: List, key: Key) {
-        let head = match list {
-            List::Bucket(i) => {
-                self.buckets.occupied.set(i);
-                &mut self.buckets.heads[i]
-            }
-            List::Ring(i) => {
-                self.ring.occupied.set(i);
-                &mut self.ring.heads[i]
-            }
-            List::Never => &mut self.never,
-            List::Due => &mut self.due,
+    /// The key of the entry at `at`.
+    fn key_of(&self, at: u32, generation: NonZeroU32) -> Key {
+        let index = match self.moved.get(&generation) {
+            Some(&(index, _)) => index,
+            None => at,
         };
-        let old = std::mem::replace(head, key);
-        if old != NIL {
-            self.entries[old as usize].prev = key;
-        }
-        let entry = &mut self.entries[key as usize];
-        entry.next = old;
-        entry.prev = NIL;
+        Key { index, generation }
     }
 
-    /// Unlinks a pending entry; leaves its `prev` for the caller to set.
-    /// An emptied list keeps its occupancy bit (see the module docs).
-    fn unlink(&mut self, key: Key) {
-        self.linked -= 1;
-        let entry = &self.entries[key as usize];
-        let (prev, next, tick) = (entry.prev, entry.next, entry.tick());
-        if next != NIL {
-            self.entries[next as usize].prev = prev;
+    /// The entry of `generation` left the wheel.
+    fn forget(&mut self, generation: NonZeroU32) {
+        if !self.moved.is_empty() {
+            self.moved.remove(&generation);
         }
-        if prev != NIL {
-            self.entries[prev as usize].next = next;
-            return;
-        }
-        let head = match self.list_for(tick) {
-            List::Bucket(i) => &mut self.buckets.heads[i],
-            List::Ring(i) => &mut self.ring.heads[i],
-            List::Never => &mut self.never,
-            List::Due => &mut self.due,
-        };
-        debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
-        *head = next;
+    }
+}
+
+impl<T> Default for Wheel<T> {
+    fn default() -> Wheel<T> {
+        Wheel::new()
+    }
+}
+
+impl<T> fmt::Debug for Wheel<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wheel")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
     }
 }
 
@@ -661,138 +680,20 @@ impl<T: Default> Wheel<T> {
 mod tests {
     use super::*;
 
-    fn drain_due(w: &mut Wheel<u64>, now: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        while let Some(e) = w.pop_expired(now) {
-            out.push(e.value);
-        }
-        out
+    #[test]
+    fn a_key_is_one_word_and_leaves_a_niche() {
+        assert_eq!(std::mem::size_of::<Key>(), 8);
+        assert_eq!(std::mem::size_of::<Option<Key>>(), 8);
     }
 
     #[test]
-    fn entry_is_four_words_and_leaves_a_niche_for_the_slab_tag() {
-        type E = Entry<Option<std::task::Waker>>;
-        assert_eq!(std::mem::size_of::<E>(), 32);
-        // `slab` stores `enum { Vacant(usize), Occupied(E) }`; the non-zero
-        // tick lets that enum stay at 32 bytes too.
-        #[allow(dead_code)]
-        enum SlabLike {
-            Vacant(usize),
-            Occupied(E),
-        }
-        assert_eq!(std::mem::size_of::<SlabLike>(), 32);
-    }
-
-    #[test]
-    fn round_and_slot_maths() {
-        let w = Wheel::<u64>::new(8, 4);
-        assert_eq!(w.shift, 3);
-        assert!(matches!(w.list_for(7), List::Bucket(7)));
-        assert!(matches!(w.list_for(8), List::Ring(1)));
-        assert!(matches!(w.list_for(8 * 4 + 3), List::Ring(0)));
-        assert!(matches!(w.list_for(NEVER), List::Never));
-    }
-
-    #[test]
-    fn fires_each_at_its_tick_across_rounds() {
-        let mut w = Wheel::<u64>::new(4, 2);
-        for t in [1u64, 3, 4, 5, 8, 9, 17, 100] {
-            w.insert(t, false, t);
-        }
-        for now in 0..=120 {
-            for v in drain_due(&mut w, now) {
-                assert_eq!(v, now, "fired at the wrong tick");
-            }
-        }
-        assert_eq!(w.len(), 0);
-    }
-
-    #[test]
-    fn jumps_fire_in_order() {
-        let mut w = Wheel::<u64>::new(4, 4);
-        for t in [50u64, 3, 1000, 7, 16, 64, 65] {
-            w.insert(t, true, t);
-        }
-        assert_eq!(drain_due(&mut w, 999), vec![3, 7, 16, 50, 64, 65]);
-        assert_eq!(w.next_expiration().map(|t| t <= 1000), Some(true));
-        assert_eq!(drain_due(&mut w, 5000), vec![1000]);
-        assert_eq!(w.next_expiration(), None);
-        assert_eq!(
-            w.entries(),
-            0,
-            "detached entries are removed when they fire"
-        );
-    }
-
-    #[test]
-    fn past_ticks_fire_on_the_next_tick() {
-        let mut w = Wheel::<u64>::new(8, 8);
-        assert!(drain_due(&mut w, 10).is_empty());
-        w.insert(3, false, 3);
-        assert_eq!(w.next_expiration(), Some(11));
-        assert_eq!(drain_due(&mut w, 11), vec![3]);
-    }
-
-    #[test]
-    fn remove_and_reset() {
-        let mut w = Wheel::<u64>::new(8, 8);
-        let a = w.insert(5, false, 5);
-        let b = w.insert(5, false, 6);
-        let c = w.insert(500, false, 7);
-        assert_eq!(w.remove(a), (State::Pending, 5));
-        assert_eq!(w.reset(c, 6), (State::Pending, None));
-        assert_eq!(drain_due(&mut w, 5), vec![6]);
-        assert_eq!(w.state(b), State::Fired);
-        assert_eq!(drain_due(&mut w, 6), vec![7]);
-        assert_eq!(w.reset(b, 2), (State::Fired, Some(0)));
-        assert_eq!(w.reset(b, 9), (State::Fired, None));
-        assert_eq!(w.state(b), State::Pending);
-        assert_eq!(w.next_expiration(), Some(9), "exact tick found in the ring");
-    }
-
-    #[test]
-    fn never_and_drain() {
-        let mut w = Wheel::<u64>::new(8, 8);
-        let a = w.insert(u64::MAX, false, 1);
-        w.insert(3, true, 2);
-        w.insert(300, false, 3);
-        assert_eq!(w.next_expiration(), Some(3));
-        assert!(drain_due(&mut w, NEVER + 10).contains(&2));
-        let mut drained = Vec::new();
-        w.drain(|e| drained.push(e.value));
-        drained.sort();
-        assert_eq!(drained, vec![1]);
-        assert_eq!(w.state(a), State::Cancelled);
-        assert_eq!(w.len(), 0);
-    }
-
-    /// Regression: a jump over many turns of the ring used to visit the
-    /// slot of a far entry once per turn (2^44 visits here: hours).
-    #[test]
-    fn huge_jump_past_a_far_entry_does_not_walk_every_ring_turn() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut w = Wheel::<u64>::new(1, 1);
-            w.insert(1 << 44, false, 1);
-            w.insert(3, false, 2);
-            let mut fired = drain_due(&mut w, 1 << 45);
-            fired.extend(drain_due(&mut w, NEVER + 1));
-            tx.send(fired).unwrap();
-        });
-        let fired = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("a jump of 2^45 ticks over one far entry did not finish");
-        assert_eq!(fired, vec![2, 1]);
-    }
-
-    #[test]
-    fn far_entries_wait_in_the_ring_without_being_visited_each_turn() {
-        let mut w = Wheel::<u64>::new(4, 4);
-        w.insert(4 * 4 * 10 + 1, false, 1);
-        // The next work is the start of the entry's ring slot's next round
-        // (the slot holds only a later turn), not every tick.
-        assert_eq!(w.next_expiration(), Some(16));
-        assert!(drain_due(&mut w, 4 * 4 * 10).is_empty());
-        assert_eq!(drain_due(&mut w, 4 * 4 * 10 + 1), vec![1]);
+    fn generations_skip_zero_and_differ_across_wheels() {
+        let mut a = Wheel::<()>::new();
+        let mut b = Wheel::<()>::new();
+        let ka = a.insert(1, ());
+        let kb = b.insert(1, ());
+        assert_eq!(ka.index, kb.index);
+        assert_ne!(ka, kb);
+        assert!(!b.contains(ka) && !a.contains(kb));
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{Key, State, Wheel, NEVER};
+use super::raw::{Key, State, Wheel, NEVER};
 
 /// A tick, decoded once the wheel's shape is known.
 #[derive(Debug, Clone, Copy)]
@@ -53,10 +53,10 @@ pub(crate) struct Case {
     pub(crate) ops: Vec<Op>,
 }
 
-struct Bytes<'a>(&'a [u8]);
+pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
 
 impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
+    pub(super) fn u8(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
                 self.0 = rest;
@@ -66,11 +66,11 @@ impl Bytes<'_> {
         }
     }
 
-    fn u16(&mut self) -> u16 {
+    pub(super) fn u16(&mut self) -> u16 {
         u16::from_le_bytes([self.u8(), self.u8()])
     }
 
-    fn u64(&mut self) -> u64 {
+    pub(super) fn u64(&mut self) -> u64 {
         let mut b = [0; 8];
         for x in &mut b {
             *x = self.u8();
@@ -479,28 +479,29 @@ impl Model {
     }
 }
 
+/// `len` bytes from splitmix64 seeded with `seed`, so failures replay.
+#[cfg(test)]
+pub(super) fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// splitmix64: a seeded generator, so failures replay.
-    fn bytes(seed: u64, len: usize) -> Vec<u8> {
-        let mut state = seed;
-        (0..len)
-            .map(|_| {
-                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                (z ^ (z >> 31)) as u8
-            })
-            .collect()
-    }
-
     #[test]
     fn random_operations_agree_with_the_model() {
         for seed in 0..3000 {
-            let case = Case::decode(&bytes(seed, 64 + (seed as usize % 7) * 64));
+            let case = Case::decode(&seeded_bytes(seed, 64 + (seed as usize % 7) * 64));
             if let Err(e) = case.run() {
                 let small = case.shrink();
                 panic!("seed {seed}: {e}\nminimal case:\n{}", small.describe());

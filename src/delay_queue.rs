@@ -1,0 +1,891 @@
+//! A queue of values that come out when their deadline passes, each with a
+//! key to remove or reset it: [`DelayQueue`], a drop-in for tokio-util's
+//! `DelayQueue` on the hashed wheel.
+//!
+//! See [`DelayQueue`] for the details.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use futures_core::Stream;
+use tokio::time::{Instant, Sleep};
+
+use crate::wheel::{self, Wheel};
+
+/// The queue's tick, in nanoseconds: deadlines round up to it. It divides
+/// tokio's millisecond, so a deadline on whole milliseconds stays exact, and
+/// the rounding adds at most an eighth of tokio's own resolution.
+const TICK_NS: u32 = 125_000;
+const TICKS_PER_SEC: u64 = 1_000_000_000 / TICK_NS as u64;
+/// 1024 buckets of 125 µs: one turn of the wheel is 128 ms, and its round
+/// ring of 1024 slots spans 131 s, so most deadlines are never looked at
+/// before they come due (later ones once per 131 s). 8 KiB of list heads.
+const BUCKETS: usize = 1024;
+const RING: usize = 1024;
+
+/// A queue of values, each yielded once its deadline has passed.
+///
+/// The same API as [`tokio_util::time::DelayQueue`] 0.7, so switching is a
+/// change of `use` line: insert a value with [`insert`](Self::insert) or
+/// [`insert_at`](Self::insert_at) and keep its [`Key`];
+/// [`remove`](Self::remove) or [`reset`](Self::reset) it by key; take out
+/// what expired through [`poll_expired`](Self::poll_expired) or the
+/// [`Stream`] of [`Expired`] items. One owner (`&mut self`), no lock, no
+/// `Arc`, no driver task: the queue wakes its task through one tokio timer
+/// armed at its next deadline. It runs on [`tokio::time::Instant`], so
+/// paused time (`start_paused`, `tokio::time::advance`) works.
+///
+/// Which one to use: a [`Timer`](crate::Timer) is shared by many tasks,
+/// one future per timeout; a `DelayQueue` belongs to one task that keeps
+/// many keyed deadlines (expiring caches, retry and rate-limit maps, session
+/// tables); the [wheel](crate::wheel#examples) alone serves your own event loop.
+///
+/// # Timing
+///
+/// Deadlines round up to 125 µs, and an item never comes out before its
+/// deadline. The queue arms tokio's timer at the rounded deadline, and
+/// tokio's timer has a resolution of 1 ms, so on an idle runtime an item
+/// comes out at most 1.125 ms after its deadline. An item whose deadline
+/// has already passed when it is inserted (or reset) comes out on the next
+/// poll. Deadlines years away work, never early, and none panics: one too
+/// far to add to now (`Duration::MAX`), or more than 18 million years away
+/// (2^62 ticks), never comes out.
+///
+/// # Keys
+///
+/// A [`Key`] names its item until the item leaves the queue (removed,
+/// expired or cleared). Unlike tokio-util's, a key carries a generation: a
+/// stale key, or one from another queue, never reaches another item that
+/// took its slot. [`try_remove`](Self::try_remove) and
+/// [`deadline`](Self::deadline) return `None` for it, and
+/// [`remove`](Self::remove), [`reset`](Self::reset) and
+/// [`reset_at`](Self::reset_at) panic with a message saying so.
+///
+/// # Differences from tokio-util's
+///
+/// * [`deadline`](Self::deadline) returns `Option<Instant>` (`None` for a
+///   stale key) where tokio-util's panics.
+/// * Deadlines round up to 125 µs rather than 1 ms, and far deadlines do
+///   not panic.
+/// * Inserts, resets and removals never touch tokio's timer (tokio-util
+///   resets its `Sleep` on most of them): they need no runtime, and cost a
+///   slab slot and a list link. The task is woken when an item is inserted
+///   or reset before the time the timer is armed for, or when the last
+///   item is removed.
+///
+/// # Examples
+///
+/// An expiring cache (see also `examples/ttl_cache.rs`):
+///
+/// ```
+/// use hashwheel::delay_queue::{DelayQueue, Key};
+/// use std::collections::HashMap;
+/// use std::task::{ready, Context, Poll};
+/// use std::time::Duration;
+///
+/// struct Cache {
+///     entries: HashMap<String, (String, Key)>,
+///     expirations: DelayQueue<String>,
+/// }
+///
+/// const TTL: Duration = Duration::from_secs(30);
+///
+/// impl Cache {
+///     fn insert(&mut self, key: String, value: String) {
+///         let expiry = self.expirations.insert(key.clone(), TTL);
+///         if let Some((_, old)) = self.entries.insert(key, (value, expiry)) {
+///             self.expirations.remove(&old);
+///         }
+///     }
+///
+///     fn get(&mut self, key: &str) -> Option<&String> {
+///         let (value, expiry) = self.entries.get(key)?;
+///         self.expirations.reset(expiry, TTL);
+///         Some(value)
+///     }
+///
+///     fn poll_purge(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+///         while let Some(expired) = ready!(self.expirations.poll_expired(cx)) {
+///             self.entries.remove(expired.get_ref());
+///         }
+///         Poll::Ready(())
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// # let mut cache = Cache { entries: HashMap::new(), expirations: DelayQueue::new() };
+/// # cache.insert("a".into(), "1".into());
+/// # assert_eq!(cache.get("a").map(String::as_str), Some("1"));
+/// # tokio::time::sleep(TTL).await;
+/// # std::future::poll_fn(|cx| cache.poll_purge(cx)).await;
+/// # assert!(cache.get("a").is_none());
+/// # }
+/// ```
+///
+/// [`tokio_util::time::DelayQueue`]: https://docs.rs/tokio-util/0.7/tokio_util/time/struct.DelayQueue.html
+pub struct DelayQueue<T> {
+    wheel: Wheel<T>,
+    /// Tick 0 begins here.
+    start: Instant,
+    /// The last tick seen begun on the clock: everything at or before it is
+    /// due, so polling up to it needs no clock read.
+    now: u64,
+    /// Tokio's timer, armed at `armed`; made on the first poll that needs it.
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// The tick `sleep` is armed at; `u64::MAX` while nothing is armed.
+    armed: u64,
+    /// The task that polled last: woken when an item is inserted or reset
+    /// before `armed`, or when the last item leaves.
+    waker: Option<Waker>,
+}
+
+/// Names an item of a [`DelayQueue`] while it is in the queue.
+///
+/// Returned by [`DelayQueue::insert`]. A key whose item has left, or from
+/// another queue, never names another item (see [`DelayQueue`]'s
+/// [Keys](DelayQueue#keys)). Eight bytes.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use hashwheel::DelayQueue;
+/// use std::time::Duration;
+///
+/// let mut queue = DelayQueue::new();
+/// let key = queue.insert("foo", Duration::from_secs(5));
+/// assert_eq!(queue.remove(&key).into_inner(), "foo");
+/// assert!(queue.try_remove(&key).is_none());
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key(wheel::Key);
+
+/// An item taken out of a [`DelayQueue`]: expired, or removed.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use futures_util::StreamExt;
+/// use hashwheel::DelayQueue;
+/// use std::time::Duration;
+///
+/// let mut queue = DelayQueue::new();
+/// let key = queue.insert("foo", Duration::from_millis(5));
+/// let mut expired = queue.next().await.unwrap();
+/// assert_eq!(expired.key(), key);
+/// expired.get_mut().to_string();
+/// assert_eq!(*expired.get_ref(), "foo");
+/// assert!(expired.deadline() <= tokio::time::Instant::now());
+/// assert_eq!(expired.into_inner(), "foo");
+/// # }
+/// ```
+pub struct Expired<T> {
+    data: T,
+    /// The queue's start and the item's tick: the deadline, computed only
+    /// when asked for.
+    start: Instant,
+    tick: u64,
+    key: Key,
+}
+
+impl<T: fmt::Debug> fmt::Debug for Expired<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expired")
+            .field("data", &self.data)
+            .field("deadline", &self.deadline())
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl<T> Expired<T> {
+    /// The value.
+    ///
+    /// # Examples
+    ///
+    /// See [`Expired`].
+    #[must_use]
+    pub fn get_ref(&self) -> &T {
+        &self.data
+    }
+
+    /// The value, mutably.
+    ///
+    /// # Examples
+    ///
+    /// See [`Expired`].
+    #[must_use]
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.data
+    }
+
+    /// The value, by value.
+    ///
+    /// # Examples
+    ///
+    /// See [`Expired`].
+    #[must_use]
+    pub fn into_inner(self) -> T {
+        self.data
+    }
+
+    /// The deadline the item had, rounded up to the queue's 125 µs tick.
+    ///
+    /// # Examples
+    ///
+    /// See [`Expired`].
+    #[must_use]
+    pub fn deadline(&self) -> Instant {
+        instant_of(self.start, self.tick)
+    }
+
+    /// The key the item had.
+    ///
+    /// # Examples
+    ///
+    /// See [`Expired`].
+    #[must_use]
+    pub fn key(&self) -> Key {
+        self.key
+    }
+}
+
+/// Whole ticks to cover `d`, rounded up (saturating: never).
+#[inline]
+fn ceil_ticks(d: Duration) -> u64 {
+    let part = d.subsec_nanos().div_ceil(TICK_NS);
+    d.as_secs()
+        .saturating_mul(TICKS_PER_SEC)
+        .saturating_add(u64::from(part))
+}
+
+/// Whole ticks in `d`, rounded down.
+#[inline]
+fn floor_ticks(d: Duration) -> u64 {
+    let part = d.subsec_nanos() / TICK_NS;
+    d.as_secs()
+        .saturating_mul(TICKS_PER_SEC)
+        .saturating_add(u64::from(part))
+}
+
+/// The instant tick `tick` after `start` begins.
+fn instant_of(start: Instant, tick: u64) -> Instant {
+    let nanos = (tick % TICKS_PER_SEC) as u32 * TICK_NS;
+    let since = Duration::new(tick / TICKS_PER_SEC, nanos);
+    start
+        .checked_add(since)
+        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+}
+
+#[track_caller]
+fn stale(method: &str) -> ! {
+    panic!(
+        "hashwheel: DelayQueue::{method} with a key that names no item of this queue: \
+         its item was removed, expired or cleared, or the key is another queue's"
+    )
+}
+
+impl<T> DelayQueue<T> {
+    /// An empty queue. It allocates no item until the first insert, and
+    /// needs no runtime until it is polled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let queue: hashwheel::DelayQueue<u32> = hashwheel::DelayQueue::new();
+    /// assert!(queue.is_empty());
+    /// ```
+    #[must_use]
+    pub fn new() -> DelayQueue<T> {
+        DelayQueue {
+            wheel: Wheel::with_shape(BUCKETS, RING),
+            start: Instant::now(),
+            now: 0,
+            sleep: None,
+            armed: u64::MAX,
+            waker: None,
+        }
+    }
+
+    /// An empty queue with room for `capacity` items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let queue: hashwheel::DelayQueue<u32> = hashwheel::DelayQueue::with_capacity(10);
+    /// assert_eq!(queue.capacity(), 10);
+    /// ```
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> DelayQueue<T> {
+        let mut queue = DelayQueue::new();
+        queue.reserve(capacity);
+        queue
+    }
+
+    /// Inserts `value`, to come out at `when`, and returns its key. If `when`
+    /// has passed, it comes out on the next poll.
+    ///
+    /// # Panics
+    ///
+    /// If the queue already holds `u32::MAX - 3` items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use tokio::time::{Duration, Instant};
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let key = queue.insert_at("foo", Instant::now() + Duration::from_secs(5));
+    /// assert_eq!(*queue.remove(&key).get_ref(), "foo");
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn insert_at(&mut self, value: T, when: Instant) -> Key {
+        let tick = self.tick_of(when);
+        self.insert_tick(value, tick)
+    }
+
+    /// Inserts `value`, to come out after `timeout`, and returns its key. A
+    /// zero `timeout` makes it come out on the next poll; one too large to
+    /// add to now, never.
+    ///
+    /// # Panics
+    ///
+    /// If the queue already holds `u32::MAX - 3` items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let key = queue.insert("foo", Duration::from_secs(5));
+    /// assert_eq!(*queue.remove(&key).get_ref(), "foo");
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn insert(&mut self, value: T, timeout: Duration) -> Key {
+        let tick = self.tick_after(timeout);
+        self.insert_tick(value, tick)
+    }
+
+    #[track_caller]
+    fn insert_tick(&mut self, value: T, tick: u64) -> Key {
+        let key = self.wheel.insert(tick, value);
+        self.wake_if_before(tick);
+        Key(key)
+    }
+
+    /// Takes out the next expired item, or registers the task to be woken
+    /// when one expires. Returns `Ready(None)` while the queue is empty (an
+    /// insert makes it yield items again).
+    ///
+    /// Items come out in deadline order; items already due when inserted or
+    /// reset come out first. Cancel-safe: an item is only taken out when it
+    /// is returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::future::poll_fn;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// queue.insert("b", Duration::from_millis(20));
+    /// queue.insert("a", Duration::from_millis(10));
+    /// let first = poll_fn(|cx| queue.poll_expired(cx)).await.unwrap();
+    /// assert_eq!(first.into_inner(), "a");
+    /// # }
+    /// ```
+    pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        if !self
+            .waker
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            self.waker = Some(cx.waker().clone());
+        }
+        loop {
+            if let Some(expired) = self.wheel.poll(self.now) {
+                return Poll::Ready(Some(self.expired(expired)));
+            }
+            if self.wheel.is_empty() {
+                self.armed = u64::MAX;
+                return Poll::Ready(None);
+            }
+            // Nothing due by the last clock read: read it again.
+            let now = self.now_tick();
+            if now > self.now {
+                self.now = now;
+                continue;
+            }
+            let Some(next) = self.wheel.next_tick() else {
+                // Only items that never come out: inserts and resets wake.
+                self.armed = u64::MAX;
+                return Poll::Pending;
+            };
+            if self.arm(next).poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            // The timer fired, so the clock has reached `next`.
+            let now = self.now_tick();
+            if now <= self.now {
+                // Not with tokio's clock; but never spin here.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            self.now = now;
+        }
+    }
+
+    /// The key of the item that comes out next, without taking it out or
+    /// waiting for it: the one with the earliest deadline, and among equal
+    /// deadlines the one [`poll_expired`](Self::poll_expired) returns first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// queue.insert("foo", Duration::from_secs(10));
+    /// let bar = queue.insert("bar", Duration::from_secs(5));
+    /// queue.insert("baz", Duration::from_secs(15));
+    /// assert_eq!(queue.peek(), Some(bar));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn peek(&self) -> Option<Key> {
+        self.wheel.peek().map(Key)
+    }
+
+    /// The deadline of the item `key` names, rounded up to the queue's
+    /// 125 µs tick; `None` if the key names no item of this queue (where
+    /// tokio-util's panics). An item that never comes out (its deadline too
+    /// far to represent) reports an instant millions of years out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let a = queue.insert("a", Duration::from_secs(5));
+    /// let b = queue.insert("b", Duration::from_secs(10));
+    /// assert!(queue.deadline(&a) < queue.deadline(&b));
+    /// queue.remove(&a);
+    /// assert_eq!(queue.deadline(&a), None);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn deadline(&self, key: &Key) -> Option<Instant> {
+        self.wheel.tick(key.0).map(|tick| self.instant_of(tick))
+    }
+
+    /// Removes the item `key` names and returns it, with the deadline it had.
+    ///
+    /// # Panics
+    ///
+    /// If `key` names no item of this queue: its item was removed, expired
+    /// or cleared, or the key is another queue's. See
+    /// [`try_remove`](Self::try_remove).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let key = queue.insert("foo", Duration::from_secs(5));
+    /// assert_eq!(*queue.remove(&key).get_ref(), "foo");
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn remove(&mut self, key: &Key) -> Expired<T> {
+        match self.try_remove(key) {
+            Some(expired) => expired,
+            None => stale("remove"),
+        }
+    }
+
+    /// Removes the item `key` names and returns it, with the deadline it had;
+    /// `None` if `key` names no item of this queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let key = queue.insert("foo", Duration::from_secs(5));
+    /// assert_eq!(queue.try_remove(&key).unwrap().into_inner(), "foo");
+    /// assert!(queue.try_remove(&key).is_none());
+    /// # }
+    /// ```
+    pub fn try_remove(&mut self, key: &Key) -> Option<Expired<T>> {
+        let expired = self.wheel.remove_entry(key.0)?;
+        if self.wheel.is_empty() {
+            // A task waiting on the stream sees it end.
+            self.wake();
+        }
+        Some(self.expired(expired))
+    }
+
+    /// Moves the item `key` names to come out at `when` (on the next poll if
+    /// `when` has passed).
+    ///
+    /// # Panics
+    ///
+    /// If `key` names no item of this queue (see [`remove`](Self::remove)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use tokio::time::{Duration, Instant};
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let key = queue.insert("foo", Duration::from_secs(5));
+    /// let when = Instant::now() + Duration::from_secs(10);
+    /// queue.reset_at(&key, when);
+    /// assert!(queue.deadline(&key) >= Some(when));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn reset_at(&mut self, key: &Key, when: Instant) {
+        let tick = self.tick_of(when);
+        self.reset_tick(key, tick, "reset_at");
+    }
+
+    /// Moves the item `key` names to come out after `timeout` from now (on
+    /// the next poll if `timeout` is zero).
+    ///
+    /// # Panics
+    ///
+    /// If `key` names no item of this queue (see [`remove`](Self::remove)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let key = queue.insert("foo", Duration::from_secs(5));
+    /// queue.reset(&key, Duration::from_secs(10)); // now due in 10 s
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn reset(&mut self, key: &Key, timeout: Duration) {
+        let tick = self.tick_after(timeout);
+        self.reset_tick(key, tick, "reset");
+    }
+
+    #[track_caller]
+    fn reset_tick(&mut self, key: &Key, tick: u64, method: &str) {
+        if !self.wheel.reset(key.0, tick) {
+            stale(method);
+        }
+        self.wake_if_before(tick);
+    }
+
+    /// Removes every item, keeping the capacity; every key becomes stale, and
+    /// [`poll_expired`](Self::poll_expired) returns `Ready(None)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// queue.insert("foo", Duration::from_secs(5));
+    /// queue.clear();
+    /// assert!(queue.is_empty());
+    /// # }
+    /// ```
+    pub fn clear(&mut self) {
+        let had_items = !self.wheel.is_empty();
+        self.wheel.clear();
+        self.armed = u64::MAX;
+        if had_items {
+            self.wake();
+        }
+    }
+
+    /// How many items the queue holds without allocating.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let queue: hashwheel::DelayQueue<i32> = hashwheel::DelayQueue::with_capacity(10);
+    /// assert_eq!(queue.capacity(), 10);
+    /// ```
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.wheel.capacity()
+    }
+
+    /// How many items the queue holds, expired or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// queue.insert(3, Duration::from_secs(5));
+    /// assert_eq!(queue.len(), 1);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.wheel.len()
+    }
+
+    /// Whether the queue holds no item (expired or not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let queue: hashwheel::DelayQueue<()> = hashwheel::DelayQueue::new();
+    /// assert!(queue.is_empty());
+    /// ```
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.wheel.is_empty()
+    }
+
+    /// Makes room for at least `additional` more items.
+    ///
+    /// # Panics
+    ///
+    /// If the queue would hold more than `u32::MAX - 3` items, or the
+    /// allocation fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// queue.insert("hello", Duration::from_secs(10));
+    /// queue.reserve(10);
+    /// assert!(queue.capacity() >= 11);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn reserve(&mut self, additional: usize) {
+        self.wheel.reserve(additional);
+    }
+
+    /// Gives back the memory of free slots at the end of the queue's storage
+    /// (all of it when the queue is empty). Items do not move; see
+    /// [`compact`](Self::compact).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::with_capacity(100);
+    /// let key = queue.insert("a", Duration::from_secs(1));
+    /// queue.remove(&key);
+    /// queue.shrink_to_fit();
+    /// assert_eq!(queue.capacity(), 0);
+    /// # }
+    /// ```
+    pub fn shrink_to_fit(&mut self) {
+        self.wheel.shrink_to_fit();
+    }
+
+    /// Moves items into free slots and gives back the rest, so that the
+    /// capacity is the length. Keys stay valid. O(len).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::with_capacity(10);
+    /// let _a = queue.insert(5, Duration::from_secs(5));
+    /// let b = queue.insert(10, Duration::from_secs(10));
+    /// let c = queue.insert(15, Duration::from_secs(15));
+    /// queue.remove(&b);
+    /// queue.compact();
+    /// assert_eq!(queue.capacity(), 2);
+    /// assert_eq!(queue.remove(&c).into_inner(), 15);
+    /// # }
+    /// ```
+    pub fn compact(&mut self) {
+        self.wheel.compact();
+    }
+
+    /// The first tick at or after `when`.
+    fn tick_of(&self, when: Instant) -> u64 {
+        match when.checked_duration_since(self.start) {
+            Some(since) => ceil_ticks(since),
+            None => 0,
+        }
+    }
+
+    /// The first tick at or after `timeout` from now; past the horizon (so
+    /// never) if the sum overflows.
+    fn tick_after(&self, timeout: Duration) -> u64 {
+        let since = Instant::now().saturating_duration_since(self.start);
+        since.checked_add(timeout).map_or(u64::MAX, ceil_ticks)
+    }
+
+    /// The last tick that has begun by the clock.
+    fn now_tick(&self) -> u64 {
+        floor_ticks(Instant::now().saturating_duration_since(self.start))
+    }
+
+    fn instant_of(&self, tick: u64) -> Instant {
+        instant_of(self.start, tick)
+    }
+
+    /// Tokio's timer, armed at `tick`.
+    fn arm(&mut self, tick: u64) -> Pin<&mut Sleep> {
+        let at = self.instant_of(tick);
+        let moved = std::mem::replace(&mut self.armed, tick) != tick;
+        let mut made = false;
+        let sleep = self.sleep.get_or_insert_with(|| {
+            made = true;
+            Box::pin(tokio::time::sleep_until(at))
+        });
+        if moved && !made {
+            sleep.as_mut().reset(at);
+        }
+        sleep.as_mut()
+    }
+
+    #[inline]
+    fn wake_if_before(&mut self, tick: u64) {
+        if tick < self.armed && self.waker.is_some() {
+            self.wake();
+        }
+    }
+
+    fn wake(&mut self) {
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+
+    fn expired(&self, expired: wheel::Expired<T>) -> Expired<T> {
+        Expired {
+            start: self.start,
+            tick: expired.tick,
+            key: Key(expired.key),
+            data: expired.value,
+        }
+    }
+}
+
+// The queue never pins its values (they sit in a `Vec`), so it moves freely
+// whatever `T` is, as tokio-util's does.
+impl<T> Unpin for DelayQueue<T> {}
+
+impl<T> Default for DelayQueue<T> {
+    fn default() -> DelayQueue<T> {
+        DelayQueue::new()
+    }
+}
+
+impl<T> Stream for DelayQueue<T> {
+    type Item = Expired<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        self.get_mut().poll_expired(cx)
+    }
+}
+
+impl<T> fmt::Debug for DelayQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelayQueue")
+            .field("len", &self.len())
+            .field("peek", &self.peek())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_round_deadlines_up_and_the_clock_down() {
+        let d = |s, n| Duration::new(s, n);
+        assert_eq!(ceil_ticks(d(0, 0)), 0);
+        assert_eq!(ceil_ticks(d(0, 1)), 1);
+        assert_eq!(ceil_ticks(d(0, 125_000)), 1);
+        assert_eq!(ceil_ticks(d(0, 125_001)), 2);
+        assert_eq!(ceil_ticks(d(1, 999_999_999)), 16_000);
+        assert_eq!(ceil_ticks(Duration::MAX), u64::MAX);
+        assert_eq!(floor_ticks(d(0, 124_999)), 0);
+        assert_eq!(floor_ticks(d(2, 250_000)), 16_002);
+        assert_eq!(floor_ticks(Duration::MAX), u64::MAX);
+        for ns in [
+            0u64,
+            1,
+            124_999,
+            125_000,
+            999_999_999,
+            1_000_000_001,
+            5 << 40,
+        ] {
+            let d = Duration::from_nanos(ns);
+            let (c, f) = (ceil_ticks(d), floor_ticks(d));
+            assert!(u128::from(c) * 125_000 >= d.as_nanos(), "ceil below {ns}");
+            assert!(u128::from(f) * 125_000 <= d.as_nanos(), "floor above {ns}");
+            assert!(c - f <= 1);
+        }
+    }
+}

@@ -1,0 +1,1083 @@
+//! The wheel's core, shared by the timer's shards and the public
+//! [`Wheel`](super::Wheel): a pure data structure driven by a tick number.
+//!
+//! No clock, no tokio, no locks: the timer wraps one `Wheel` per shard in a
+//! mutex and the driver feeds it the current tick; the public wheel adds
+//! generation-checked keys on top. That keeps it unit-testable and fuzzable
+//! on its own.
+//!
+//! # Layout
+//!
+//! Entries live in a [`Slab`]; every bucket is a doubly linked list threaded
+//! through the slab by key (no pointers, no `unsafe`). Ticks are grouped into
+//! *rounds* of `buckets` ticks (one turn of the wheel).
+//!
+//! * **Buckets** (level 0) hold only the entries due in the current round, in
+//!   bucket `tick % buckets`. Every entry in a bucket is due when the cursor
+//!   reaches it: a turn visits only what expires.
+//! * **The round ring** (level 1) holds the entries due in later rounds, in
+//!   slot `round % ring`. When the cursor enters round `r`, slot `r % ring` is
+//!   walked once and its entries for round `r` move into their buckets. The
+//!   remaining rounds of an entry are therefore counted by the ring instead of
+//!   being decremented on every pass (which costs Netty's wheel a visit of
+//!   every entry on every turn); entries more than one ring away stay put and
+//!   are looked at once per turn of the ring.
+//! * **Never**: entries at or past [`NEVER`] sit on a list of their own.
+//! * **Due**: entries linked at a tick already processed sit on a list of
+//!   their own and come out first. Only the public wheel puts entries there
+//!   ([`insert_due`](Wheel::insert_due), [`reset_due`](Wheel::reset_due));
+//!   the timer's [`insert`](Wheel::insert) moves a past tick to the next one.
+//!
+//! Insert, cancel and reset are O(1). Finding the next occupied bucket or
+//! slot uses an occupancy [`BitSet`] per level. A bit may be stale (set for
+//! a list that has since emptied): unlinking never clears bits, which keeps
+//! cancel from touching the bit set; whoever finds a stale bit while
+//! searching clears it.
+//!
+//! A reset that keeps an entry in the same list (a ring slot: the same
+//! round) only rewrites its tick.
+//!
+//! Entries due at the same tick come out in a fixed order: a bucket pops its
+//! head first, and the ring keeps the order of an entry's slot across turns
+//! (see [`cascade`](Wheel::cascade)), so [`peek`](Wheel::peek) can tell which
+//! entry comes out next without moving anything.
+//!
+//! # Invariants
+//!
+//! * `elapsed` is the last tick processed: every linked entry not on the due
+//!   list has `tick > elapsed`; every entry on it has `tick <= elapsed`.
+//! * Level 0 holds exactly the linked entries with
+//!   `round(tick) == round(elapsed + 1)`; level 1 those with a later round.
+//! * The state of an entry lives in `prev` while it is unlinked: [`FIRED`]
+//!   or [`CANCELLED`].
+
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+
+use slab::Slab;
+
+use super::bitset::BitSet;
+
+/// A slab key.
+pub(crate) type Key = u32;
+
+/// Times at or beyond this are never reached (2^62 units: over 146,000 years
+/// of microseconds).
+pub(crate) const NEVER: u64 = (1 << 62) - 1;
+
+/// List end.
+const NIL: u32 = u32::MAX;
+/// `prev` of an entry that fired and is still owned by its handle.
+const FIRED: u32 = u32::MAX - 1;
+/// `prev` of an entry cancelled by [`Wheel::drain`] and still owned by its handle.
+const CANCELLED: u32 = u32::MAX - 2;
+/// The largest number of entries, so keys never collide with the markers.
+pub(crate) const MAX_ENTRIES: usize = (u32::MAX - 3) as usize;
+
+/// Marks an entry that no handle owns (a scheduled task): it is removed from
+/// the slab when it fires or is drained.
+const DETACHED: u64 = 1 << 63;
+
+/// The state of an entry, as seen by the handle that owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Linked in the wheel, waiting for its tick.
+    Pending,
+    /// Its tick was processed.
+    Fired,
+    /// Drained by [`Wheel::drain`] (the timer stopped).
+    Cancelled,
+}
+
+/// An entry that [`Wheel::pop_expired`] took out of the wheel.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(crate) struct Expired<T> {
+    pub(crate) key: Key,
+    pub(crate) detached: bool,
+    /// The value: moved out of a detached entry (which is removed), taken
+    /// with [`Default`] from an owned one (which stays, marked fired).
+    pub(crate) value: T,
+}
+
+#[derive(Debug)]
+struct Entry<T> {
+    /// The deadline tick, with [`DETACHED`] or'ed in. Never zero: linked
+    /// entries are due after tick 0, which gives `slab` a niche for its tag.
+    tick: NonZeroU64,
+    next: u32,
+    prev: u32,
+    value: T,
+}
+
+impl<T> Entry<T> {
+    fn tick(&self) -> u64 {
+        self.tick.get() & !DETACHED
+    }
+
+    fn is_detached(&self) -> bool {
+        self.tick.get() & DETACHED != 0
+    }
+
+    fn set_tick(&mut self, tick: u64) {
+        let flags = self.tick.get() & DETACHED;
+        self.tick = nonzero(tick | flags);
+    }
+
+    fn state(&self) -> State {
+        match self.prev {
+            FIRED => State::Fired,
+            CANCELLED => State::Cancelled,
+            _ => State::Pending,
+        }
+    }
+}
+
+#[inline]
+fn nonzero(tick: u64) -> NonZeroU64 {
+    NonZeroU64::new(tick).unwrap_or(NonZeroU64::MIN)
+}
+
+/// Where a linked entry's list head lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    Bucket(usize),
+    Ring(usize),
+    Never,
+    /// Linked entries at or before `elapsed`: the due part of a bucket that
+    /// was only partly due (see [`Wheel::pop_expired`]), or entries inserted
+    /// or reset at a time already processed ([`Wheel::insert_due`]).
+    Due,
+}
+
+/// One level: list heads and their occupancy.
+#[derive(Debug)]
+struct Level {
+    heads: Box<[u32]>,
+    occupied: BitSet,
+}
+
+impl Level {
+    fn new(len: usize) -> Level {
+        Level {
+            heads: vec![NIL; len].into_boxed_slice(),
+            occupied: BitSet::new(len),
+        }
+    }
+}
+
+/// A hashed wheel of `T` values keyed by [`Key`].
+#[derive(Debug)]
+pub(crate) struct Wheel<T> {
+    entries: Slab<Entry<T>>,
+    buckets: Level,
+    ring: Level,
+    never: u32,
+    /// Head of the [`List::Due`] list.
+    due: u32,
+    /// log2 of the number of buckets.
+    shift: u32,
+    /// log2 of the time units per bucket (0: one unit per bucket).
+    res: u32,
+    bucket_mask: u64,
+    ring_mask: u64,
+    elapsed: u64,
+    linked: usize,
+}
+
+impl<T> Wheel<T> {
+    /// A wheel of `buckets` buckets and a round ring of `ring` slots; both
+    /// must be powers of two.
+    pub(crate) fn new(buckets: usize, ring: usize) -> Wheel<T> {
+        Wheel::with_resolution(buckets, ring, 0)
+    }
+
+    /// A wheel whose buckets are `2^res` time units wide: times keep their
+    /// full resolution (an entry is due once `now` reaches its own time),
+    /// while buckets and rounds span more time.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn with_resolution(buckets: usize, ring: usize, res: u32) -> Wheel<T> {
+        assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
+        Wheel {
+            entries: Slab::new(),
+            buckets: Level::new(buckets),
+            ring: Level::new(ring),
+            never: NIL,
+            due: NIL,
+            shift: buckets.trailing_zeros(),
+            res,
+            bucket_mask: buckets as u64 - 1,
+            ring_mask: ring as u64 - 1,
+            elapsed: 0,
+            linked: 0,
+        }
+    }
+
+    /// The last tick processed. Entries at or before it have fired.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// How many entries are linked (pending).
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn len(&self) -> usize {
+        self.linked
+    }
+
+    /// How many entries the slab holds, pending or owned after firing.
+    pub(crate) fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entries the slab holds without reallocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+
+    /// Makes room for `additional` more entries.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.entries.reserve(additional);
+    }
+
+    /// The key the next [`insert`](Self::insert) will use.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn vacant_key(&self) -> Key {
+        self.entries.vacant_key() as Key
+    }
+
+    /// Inserts a pending entry due at `tick`. A tick at or before
+    /// [`elapsed`](Self::elapsed) is moved to the next tick, so it fires on the
+    /// next [`pop_expired`](Self::pop_expired) past it.
+    ///
+    /// A detached entry is removed when it fires; an owned one stays, marked
+    /// fired, until [`remove`](Self::remove).
+    ///
+    /// # Panics
+    ///
+    /// If the wheel already holds `u32::MAX - 3` entries.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn insert(&mut self, tick: u64, detached: bool, value: T) -> Key {
+        assert!(
+            self.entries.len() < MAX_ENTRIES,
+            "hashwheel: a shard cannot hold more than {MAX_ENTRIES} timeouts"
+        );
+        let tick = self.clamp(tick);
+        let flags = if detached { DETACHED } else { 0 };
+        let key = self.entries.insert(Entry {
+            tick: nonzero(tick | flags),
+            next: NIL,
+            prev: FIRED,
+            value,
+        }) as Key;
+        self.link(key, tick);
+        key
+    }
+
+    /// Inserts a detached entry due at `tick` (at least 1). Unlike
+    /// [`insert`](Self::insert), a tick at or before
+    /// [`elapsed`](Self::elapsed) is due at once: the entry goes on the due
+    /// list, and the next [`pop_due`](Self::pop_due) takes it out whatever
+    /// its `now`.
+    ///
+    /// # Panics
+    ///
+    /// If the wheel already holds `u32::MAX - 3` entries.
+    #[track_caller]
+    pub(crate) fn insert_due(&mut self, tick: u64, value: T) -> Key {
+        assert!(
+            self.entries.len() < MAX_ENTRIES,
+            "hashwheel: a wheel cannot hold more than {MAX_ENTRIES} entries"
+        );
+        let tick = tick.clamp(1, NEVER);
+        let key = self.entries.insert(Entry {
+            tick: nonzero(tick | DETACHED),
+            next: NIL,
+            prev: FIRED,
+            value,
+        }) as Key;
+        self.link(key, tick);
+        key
+    }
+
+    /// The state of the entry at `key`.
+    ///
+    /// # Panics
+    ///
+    /// If `key` is vacant (a bug in the caller: handles own their keys).
+    pub(crate) fn state(&self, key: Key) -> State {
+        self.entries[key as usize].state()
+    }
+
+    /// The deadline tick of the entry at `key`.
+    pub(crate) fn tick(&self, key: Key) -> u64 {
+        self.entries[key as usize].tick()
+    }
+
+    /// The value of the entry at `key`.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
+        &mut self.entries[key as usize].value
+    }
+
+    /// The value at `key`, if the slab holds one there.
+    pub(crate) fn get(&self, key: Key) -> Option<&T> {
+        self.entries.get(key as usize).map(|entry| &entry.value)
+    }
+
+    /// The value at `key`, if the slab holds one there.
+    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
+        self.entries
+            .get_mut(key as usize)
+            .map(|entry| &mut entry.value)
+    }
+
+    /// Removes the entry at `key` and returns its state and value.
+    pub(crate) fn remove(&mut self, key: Key) -> (State, T) {
+        let state = self.state(key);
+        if state == State::Pending {
+            self.unlink(key);
+        }
+        (state, self.entries.remove(key as usize).value)
+    }
+
+    /// Removes the linked entry at `key` if `is_it` accepts its value, with
+    /// one slab lookup; returns its tick and value.
+    pub(crate) fn remove_if(
+        &mut self,
+        key: Key,
+        is_it: impl FnOnce(&T) -> bool,
+    ) -> Option<(u64, T)> {
+        let entry = self.entries.get(key as usize)?;
+        if !is_it(&entry.value) {
+            return None;
+        }
+        debug_assert_eq!(entry.state(), State::Pending);
+        // Out of the slab first: the unlink needs only its links.
+        let entry = self.entries.remove(key as usize);
+        let tick = entry.tick();
+        self.unlink_links(key, entry.prev, entry.next, tick);
+        Some((tick, entry.value))
+    }
+
+    /// Moves the pending detached entry at `key` to `tick` (at least 1); a
+    /// tick at or before [`elapsed`](Self::elapsed) puts it on the due list,
+    /// as [`insert_due`](Self::insert_due) does.
+    pub(crate) fn reset_due(&mut self, key: Key, tick: u64) {
+        debug_assert_eq!(self.state(key), State::Pending);
+        let tick = tick.clamp(1, NEVER);
+        let old = self.entries[key as usize].tick();
+        if self.list_for(old) != self.list_for(tick) {
+            self.unlink(key);
+            self.link(key, tick);
+        }
+        // Same list (a ring slot: the same round; the due or never list):
+        // its place in the list may stay.
+        self.entries[key as usize].set_tick(tick);
+    }
+
+    /// Takes out the next detached entry due at or before `now`, processing
+    /// ticks in order, the due list first. Returns its key, tick and value;
+    /// `None` once every tick up to `now` is processed.
+    pub(crate) fn pop_due(&mut self, now: u64) -> Option<(Key, u64, T)> {
+        let key = self.next_due(now)?;
+        self.unlink(key);
+        let entry = self.entries.remove(key as usize);
+        debug_assert!(entry.is_detached(), "pop_due met an owned entry");
+        Some((key, entry.tick(), entry.value))
+    }
+
+    /// The key of the next linked entry due at or before `now`, moving the
+    /// cursor up to it (or to `now`). The due list comes first: its entries
+    /// are due whatever `now` is.
+    ///
+    /// Entries come out bucket by bucket; inside a bucket wider than one
+    /// time unit (see [`with_resolution`](Self::with_resolution)) in no
+    /// particular order.
+    fn next_due(&mut self, now: u64) -> Option<Key> {
+        let now = now.min(NEVER - 1);
+        loop {
+            if self.due != NIL {
+                return Some(self.due);
+            }
+            if self.elapsed >= now {
+                return None;
+            }
+            if let Some((bucket, slot)) = self.next_bucket() {
+                let start = slot << self.res;
+                if start > now {
+                    self.elapsed = now;
+                    return None;
+                }
+                let end = start + ((1 << self.res) - 1);
+                if end <= now {
+                    // The whole bucket is due.
+                    self.elapsed = self.elapsed.max(start.saturating_sub(1));
+                    return Some(self.buckets.heads[bucket]);
+                }
+                // Partly due: move its due entries to the due list.
+                self.split_bucket(bucket, now);
+                self.elapsed = now;
+                continue;
+            }
+            self.enter_next_round(now);
+        }
+    }
+
+    /// Moves the entries of `bucket` due at or before `now` to the due list.
+    fn split_bucket(&mut self, bucket: usize, now: u64) {
+        let mut key = self.buckets.heads[bucket];
+        while key != NIL {
+            let entry = &self.entries[key as usize];
+            let next = entry.next;
+            if entry.tick() <= now {
+                self.unlink(key);
+                self.linked += 1;
+                self.push(List::Due, key);
+            }
+            key = next;
+        }
+    }
+
+    /// The level-0 buckets of this round are all processed: move the cursor
+    /// to the next round that has work, or to `now`, whichever comes first.
+    fn enter_next_round(&mut self, now: u64) {
+        let round = self.round_of(self.elapsed + 1);
+        let now_round = self.round_of(now + 1);
+        let turns = now_round.saturating_sub(round) / (self.ring_mask + 1);
+        let ring_round = if turns > self.linked as u64 {
+            // A jump over more turns of the ring than there are entries
+            // (years of paused time, a long suspend): looking at every entry
+            // once costs less than visiting an occupied slot on every turn.
+            self.earliest_ring_round()
+        } else {
+            self.next_ring_slot().map(|(_, round)| round)
+        };
+        match ring_round {
+            Some(next) if next <= now_round => {
+                self.elapsed = (next << (self.shift + self.res)) - 1;
+                self.cascade(next);
+            }
+            _ => self.elapsed = now,
+        }
+    }
+
+    /// The next non-empty bucket of the current round and its tick. Clears
+    /// the stale bits of lists that emptied (cancels leave them).
+    fn next_bucket(&mut self) -> Option<(usize, u64)> {
+        let next = (self.elapsed + 1) >> self.res;
+        let round = next >> self.shift;
+        let from = (next & self.bucket_mask) as usize;
+        while let Some(bucket) = self.buckets.occupied.next_set(from) {
+            if self.buckets.heads[bucket] != NIL {
+                return Some((bucket, (round << self.shift) | bucket as u64));
+            }
+            self.buckets.occupied.clear(bucket);
+        }
+        None
+    }
+
+    /// The next non-empty ring slot after the current round, and the round
+    /// it comes up in. Clears stale bits like [`next_bucket`](Self::next_bucket).
+    fn next_ring_slot(&mut self) -> Option<(usize, u64)> {
+        let after = self.round_of(self.elapsed + 1) + 1;
+        loop {
+            let slot = self
+                .ring
+                .occupied
+                .next_set_cyclic((after & self.ring_mask) as usize)?;
+            if self.ring.heads[slot] != NIL {
+                let round = after + ((slot as u64).wrapping_sub(after) & self.ring_mask);
+                return Some((slot, round));
+            }
+            self.ring.occupied.clear(slot);
+        }
+    }
+
+    /// The earliest round of any entry in the ring.
+    fn earliest_ring_round(&self) -> Option<u64> {
+        let mut earliest = None;
+        let mut from = 0;
+        while let Some(slot) = self.ring.occupied.next_set(from) {
+            let mut key = self.ring.heads[slot];
+            while key != NIL {
+                let entry = &self.entries[key as usize];
+                let round = self.round_of(entry.tick());
+                earliest = Some(earliest.map_or(round, |e: u64| e.min(round)));
+                key = entry.next;
+            }
+            from = slot + 1;
+        }
+        earliest
+    }
+
+    /// The cursor entered `round`: move the ring's entries for it into their
+    /// buckets; entries of later turns of the ring go back to their slot in
+    /// the order they had, so that the order in which entries of one tick
+    /// come out depends only on the lists, not on how the cursor got there
+    /// (which [`peek`](Self::peek) relies on).
+    fn cascade(&mut self, round: u64) {
+        let slot = (round & self.ring_mask) as usize;
+        let mut key = std::mem::replace(&mut self.ring.heads[slot], NIL);
+        self.ring.occupied.clear(slot);
+        // The last entry put back in the slot.
+        let mut tail = NIL;
+        while key != NIL {
+            let entry = &self.entries[key as usize];
+            let next = entry.next;
+            let tick = entry.tick();
+            debug_assert!(self.round_of(tick) >= round, "an entry missed its round");
+            if self.round_of(tick) == round {
+                let bucket = ((tick >> self.res) & self.bucket_mask) as usize;
+                self.push(List::Bucket(bucket), key);
+            } else if tail == NIL {
+                self.push(List::Ring(slot), key);
+                tail = key;
+            } else {
+                self.entries[tail as usize].next = key;
+                let entry = &mut self.entries[key as usize];
+                entry.prev = tail;
+                entry.next = NIL;
+                tail = key;
+            }
+            key = next;
+        }
+    }
+
+    /// The earliest tick at which [`pop_expired`](Self::pop_expired) has work:
+    /// the next occupied bucket, or else the earliest entry of the next round
+    /// whose ring slot is occupied (or that round's start, where the slot is
+    /// too long to scan or holds only later turns). `None` when nothing can
+    /// ever fire. With entries on the due list: `elapsed`, work now.
+    ///
+    /// Clears the stale bits it meets on the way, so that the driver is not
+    /// woken for a list that emptied.
+    pub(crate) fn next_expiration(&mut self) -> Option<u64> {
+        /// Ring entries looked at, at most, to find the exact tick.
+        const SCAN: usize = 64;
+        if self.due != NIL {
+            return Some(self.elapsed);
+        }
+        if let Some((bucket, slot)) = self.next_bucket() {
+            if self.res == 0 {
+                return Some(slot);
+            }
+            // The earliest time in the bucket: it holds at most one
+            // bucket's width of deadlines, each looked at about once
+            // before it is due.
+            let mut earliest = u64::MAX;
+            let mut key = self.buckets.heads[bucket];
+            while key != NIL {
+                let entry = &self.entries[key as usize];
+                earliest = earliest.min(entry.tick());
+                key = entry.next;
+            }
+            return Some(earliest);
+        }
+        let (slot, next_round) = self.next_ring_slot()?;
+        let round_start = next_round << (self.shift + self.res);
+        let mut earliest = u64::MAX;
+        let mut key = self.ring.heads[slot];
+        for _ in 0..SCAN {
+            if key == NIL {
+                break;
+            }
+            let entry = &self.entries[key as usize];
+            if self.round_of(entry.tick()) == next_round {
+                earliest = earliest.min(entry.tick());
+            }
+            key = entry.next;
+        }
+        if key == NIL && earliest != u64::MAX {
+            Some(earliest)
+        } else {
+            Some(round_start)
+        }
+    }
+
+    /// The entry that [`pop_due`](Self::pop_due) (or
+    /// [`pop_expired`](Self::pop_expired)) takes out next once the clock is
+    /// far enough, without moving anything: the due list's head, else the
+    /// head of the next occupied bucket, else the ring's earliest entry,
+    /// else the never list's head.
+    ///
+    /// O(1) while the current round has entries. Otherwise it scans ring
+    /// slots in the order their rounds come up until one holds an entry of
+    /// that round; only when every ring entry is a turn or more away does it
+    /// look at all of them.
+    pub(crate) fn peek(&self) -> Option<Key> {
+        if self.due != NIL {
+            return Some(self.due);
+        }
+        debug_assert_eq!(self.res, 0, "peek's order holds for one unit per bucket");
+        let mut from = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
+        while let Some(bucket) = self.buckets.occupied.next_set(from) {
+            if self.buckets.heads[bucket] != NIL {
+                return Some(self.buckets.heads[bucket]);
+            }
+            from = bucket + 1;
+        }
+        self.peek_ring()
+            .or((self.never != NIL).then_some(self.never))
+    }
+
+    /// The ring's part of [`peek`](Self::peek). Entries of one tick share a
+    /// slot, and a cascade pushes each onto its bucket's head in slot order,
+    /// so the last of them in the slot comes out first.
+    fn peek_ring(&self) -> Option<Key> {
+        let after = self.round_of(self.elapsed + 1) + 1;
+        let start = (after & self.ring_mask) as usize;
+        let slots = self.ring.heads.len();
+        // The earliest (tick, key) in `slot`, among entries of `round` only
+        // if given; ties go to the last in the list.
+        let earliest_in = |slot: usize, round: Option<u64>| {
+            let mut best: Option<(u64, Key)> = None;
+            let mut key = self.ring.heads[slot];
+            while key != NIL {
+                let entry = &self.entries[key as usize];
+                let tick = entry.tick();
+                if round.map_or(true, |r| self.round_of(tick) == r)
+                    && best.map_or(true, |(t, _)| tick <= t)
+                {
+                    best = Some((tick, key));
+                }
+                key = entry.next;
+            }
+            best
+        };
+        // Occupied slots in the order their next round comes up: from
+        // `start` to the end, then from 0.
+        let in_order = |lo: usize, hi: usize| {
+            let mut from = lo;
+            while let Some(slot) = self.ring.occupied.next_set(from).filter(|&s| s < hi) {
+                let round = after + ((slot as u64).wrapping_sub(after) & self.ring_mask);
+                if let Some((_, key)) = earliest_in(slot, Some(round)) {
+                    return Some(key);
+                }
+                from = slot + 1;
+            }
+            None
+        };
+        if let Some(key) = in_order(start, slots).or_else(|| in_order(0, start)) {
+            return Some(key);
+        }
+        // Every ring entry is a turn or more away.
+        let mut best: Option<(u64, Key)> = None;
+        let mut from = 0;
+        while let Some(slot) = self.ring.occupied.next_set(from) {
+            if let Some((tick, key)) = earliest_in(slot, None) {
+                if best.map_or(true, |(t, _)| tick < t) {
+                    best = Some((tick, key));
+                }
+            }
+            from = slot + 1;
+        }
+        best.map(|(_, key)| key)
+    }
+
+    /// Gives back the slab's spare capacity: all of it when the slab is
+    /// empty, else the vacant tail. Returns the bytes freed.
+    pub(crate) fn shrink(&mut self) -> usize {
+        let before = self.entries.capacity();
+        if self.entries.is_empty() {
+            self.entries = Slab::new();
+        } else {
+            self.entries.shrink_to_fit();
+        }
+        (before - self.entries.capacity()) * std::mem::size_of::<Entry<T>>()
+    }
+
+    /// Moves entries into the slab's vacant slots and gives back the rest,
+    /// relinking the lists; `moved(value, from, to)` is called for each entry
+    /// moved. O(entries).
+    pub(crate) fn compact(&mut self, mut moved: impl FnMut(&mut T, Key, Key)) {
+        let mut map: HashMap<Key, Key> = HashMap::new();
+        self.entries.compact(|entry, from, to| {
+            moved(&mut entry.value, from as Key, to as Key);
+            map.insert(from as Key, to as Key);
+            true
+        });
+        if map.is_empty() {
+            return;
+        }
+        // The markers (`NIL`, `FIRED`, `CANCELLED`) are never keys.
+        let fix = |key: &mut u32| {
+            if let Some(&to) = map.get(key) {
+                *key = to;
+            }
+        };
+        for (_, entry) in self.entries.iter_mut() {
+            fix(&mut entry.next);
+            fix(&mut entry.prev);
+        }
+        let heads = self
+            .buckets
+            .heads
+            .iter_mut()
+            .chain(self.ring.heads.iter_mut());
+        for head in heads.chain([&mut self.never, &mut self.due]) {
+            fix(head);
+        }
+    }
+
+    /// Removes and drops every entry, keeping the slab's capacity and
+    /// [`elapsed`](Self::elapsed).
+    pub(crate) fn clear(&mut self) {
+        // The lists first: a value's `drop` may panic.
+        for level in [&mut self.buckets, &mut self.ring] {
+            level.heads.fill(NIL);
+            level.occupied.clear_all();
+        }
+        self.never = NIL;
+        self.due = NIL;
+        self.linked = 0;
+        self.entries.clear();
+    }
+
+    fn any_linked(&mut self) -> Option<Key> {
+        for head in [self.due, self.never] {
+            if head != NIL {
+                return Some(head);
+            }
+        }
+        for level in [&mut self.buckets, &mut self.ring] {
+            while let Some(i) = level.occupied.next_set(0) {
+                if level.heads[i] != NIL {
+                    return Some(level.heads[i]);
+                }
+                level.occupied.clear(i);
+            }
+        }
+        None
+    }
+
+    fn clamp(&self, tick: u64) -> u64 {
+        tick.clamp(self.elapsed + 1, NEVER)
+    }
+
+    /// Where a linked entry due at `tick` lives now.
+    #[inline]
+    fn list_for(&self, tick: u64) -> List {
+        if tick <= self.elapsed {
+            List::Due
+        } else if tick >= NEVER {
+            List::Never
+        } else if self.round_of(tick) == self.round_of(self.elapsed + 1) {
+            List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
+        } else {
+            List::Ring((self.round_of(tick) & self.ring_mask) as usize)
+        }
+    }
+
+    /// The round (turn of the wheel) that `time` falls in.
+    #[inline]
+    fn round_of(&self, time: u64) -> u64 {
+        time >> (self.shift + self.res)
+    }
+
+    fn link(&mut self, key: Key, tick: u64) {
+        self.linked += 1;
+        let list = self.list_for(tick);
+        self.push(list, key);
+    }
+
+    /// Pushes `key` at the head of `list`.
+    #[inline]
+    fn push(&mut self, list: List, key: Key) {
+        let (head, occupied, i) = match list {
+            List::Bucket(i) => (
+                &mut self.buckets.heads[i],
+                Some(&mut self.buckets.occupied),
+                i,
+            ),
+            List::Ring(i) => (&mut self.ring.heads[i], Some(&mut self.ring.occupied), i),
+            List::Never => (&mut self.never, None, 0),
+            List::Due => (&mut self.due, None, 0),
+        };
+        let old = std::mem::replace(head, key);
+        if old == NIL {
+            // A list with entries always has its bit set: only an empty
+            // one may need it.
+            if let Some(occupied) = occupied {
+                occupied.set(i);
+            }
+        }
+        if old != NIL {
+            self.entries[old as usize].prev = key;
+        }
+        let entry = &mut self.entries[key as usize];
+        entry.next = old;
+        entry.prev = NIL;
+    }
+
+    /// Unlinks a pending entry; leaves its `prev` for the caller to set.
+    /// An emptied list keeps its occupancy bit (see the module docs).
+    #[inline]
+    fn unlink(&mut self, key: Key) {
+        let entry = &self.entries[key as usize];
+        let (prev, next, tick) = (entry.prev, entry.next, entry.tick());
+        self.unlink_links(key, prev, next, tick);
+    }
+
+    /// [`unlink`](Self::unlink) for an entry with these links and tick
+    /// (which may already be out of the slab).
+    #[inline]
+    fn unlink_links(&mut self, key: Key, prev: u32, next: u32, tick: u64) {
+        self.linked -= 1;
+        if next != NIL {
+            self.entries[next as usize].prev = prev;
+        }
+        if prev != NIL {
+            self.entries[prev as usize].next = next;
+            return;
+        }
+        let head = match self.list_for(tick) {
+            List::Bucket(i) => &mut self.buckets.heads[i],
+            List::Ring(i) => &mut self.ring.heads[i],
+            List::Never => &mut self.never,
+            List::Due => &mut self.due,
+        };
+        debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
+        *head = next;
+    }
+}
+
+/// What the timer's owned entries need: their value is handed out when they
+/// fire or are drained, and an empty one stays behind for the handle.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+impl<T: Default> Wheel<T> {
+    /// Moves the entry at `key` to `tick`, whether it is pending or has fired.
+    /// A cancelled entry stays cancelled. Returns the state it had.
+    ///
+    /// A tick at or before [`elapsed`](Self::elapsed) fires the entry now:
+    /// it is marked fired and its value is taken and returned.
+    pub(crate) fn reset(&mut self, key: Key, tick: u64) -> (State, Option<T>) {
+        let state = self.state(key);
+        match state {
+            State::Cancelled => return (state, None),
+            State::Pending => {
+                let old = self.entries[key as usize].tick();
+                let new = tick.min(NEVER);
+                if new > self.elapsed && self.list_for(old) == self.list_for(new) {
+                    // Same list: nothing to relink.
+                    self.entries[key as usize].set_tick(new);
+                    return (state, None);
+                }
+                self.unlink(key);
+            }
+            State::Fired => {}
+        }
+        let entry = &mut self.entries[key as usize];
+        entry.set_tick(tick.clamp(1, NEVER));
+        if tick <= self.elapsed {
+            entry.prev = FIRED;
+            let value = std::mem::take(&mut entry.value);
+            return (state, Some(value));
+        }
+        self.link(key, tick.min(NEVER));
+        (state, None)
+    }
+
+    /// Takes out the next entry due at or before `now`, processing ticks in
+    /// order. Returns `None` once every tick up to `now` is processed.
+    pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
+        let key = self.next_due(now)?;
+        Some(self.expire(key))
+    }
+
+    fn expire(&mut self, key: Key) -> Expired<T> {
+        self.unlink(key);
+        let entry = &mut self.entries[key as usize];
+        if entry.is_detached() {
+            let value = self.entries.remove(key as usize).value;
+            Expired {
+                key,
+                detached: true,
+                value,
+            }
+        } else {
+            entry.prev = FIRED;
+            Expired {
+                key,
+                detached: false,
+                value: std::mem::take(&mut entry.value),
+            }
+        }
+    }
+
+    /// Unlinks every pending entry: owned ones are marked cancelled and their
+    /// values taken, detached ones removed. Calls `f` for each.
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(Expired<T>)) {
+        while let Some(key) = self.any_linked() {
+            self.unlink(key);
+            let entry = &mut self.entries[key as usize];
+            let expired = if entry.is_detached() {
+                Expired {
+                    key,
+                    detached: true,
+                    value: self.entries.remove(key as usize).value,
+                }
+            } else {
+                entry.prev = CANCELLED;
+                Expired {
+                    key,
+                    detached: false,
+                    value: std::mem::take(&mut entry.value),
+                }
+            };
+            f(expired);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain_due(w: &mut Wheel<u64>, now: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        while let Some(e) = w.pop_expired(now) {
+            out.push(e.value);
+        }
+        out
+    }
+
+    #[test]
+    fn entry_is_four_words_and_leaves_a_niche_for_the_slab_tag() {
+        type E = Entry<Option<std::task::Waker>>;
+        assert_eq!(std::mem::size_of::<E>(), 32);
+        // `slab` stores `enum { Vacant(usize), Occupied(E) }`; the non-zero
+        // tick lets that enum stay at 32 bytes too.
+        #[allow(dead_code)]
+        enum SlabLike {
+            Vacant(usize),
+            Occupied(E),
+        }
+        assert_eq!(std::mem::size_of::<SlabLike>(), 32);
+    }
+
+    #[test]
+    fn a_public_entry_of_unit_is_three_words_in_the_slab() {
+        type E = Entry<super::super::Slot<()>>;
+        assert_eq!(std::mem::size_of::<E>(), 24);
+        #[allow(dead_code)]
+        enum SlabLike {
+            Vacant(usize),
+            Occupied(E),
+        }
+        assert_eq!(std::mem::size_of::<SlabLike>(), 24);
+    }
+
+    #[test]
+    fn round_and_slot_maths() {
+        let w = Wheel::<u64>::new(8, 4);
+        assert_eq!(w.shift, 3);
+        assert!(matches!(w.list_for(7), List::Bucket(7)));
+        assert!(matches!(w.list_for(8), List::Ring(1)));
+        assert!(matches!(w.list_for(8 * 4 + 3), List::Ring(0)));
+        assert!(matches!(w.list_for(NEVER), List::Never));
+    }
+
+    #[test]
+    fn fires_each_at_its_tick_across_rounds() {
+        let mut w = Wheel::<u64>::new(4, 2);
+        for t in [1u64, 3, 4, 5, 8, 9, 17, 100] {
+            w.insert(t, false, t);
+        }
+        for now in 0..=120 {
+            for v in drain_due(&mut w, now) {
+                assert_eq!(v, now, "fired at the wrong tick");
+            }
+        }
+        assert_eq!(w.len(), 0);
+    }
+
+    #[test]
+    fn jumps_fire_in_order() {
+        let mut w = Wheel::<u64>::new(4, 4);
+        for t in [50u64, 3, 1000, 7, 16, 64, 65] {
+            w.insert(t, true, t);
+        }
+        assert_eq!(drain_due(&mut w, 999), vec![3, 7, 16, 50, 64, 65]);
+        assert_eq!(w.next_expiration().map(|t| t <= 1000), Some(true));
+        assert_eq!(drain_due(&mut w, 5000), vec![1000]);
+        assert_eq!(w.next_expiration(), None);
+        assert_eq!(
+            w.entries(),
+            0,
+            "detached entries are removed when they fire"
+        );
+    }
+
+    #[test]
+    fn past_ticks_fire_on_the_next_tick() {
+        let mut w = Wheel::<u64>::new(8, 8);
+        assert!(drain_due(&mut w, 10).is_empty());
+        w.insert(3, false, 3);
+        assert_eq!(w.next_expiration(), Some(11));
+        assert_eq!(drain_due(&mut w, 11), vec![3]);
+    }
+
+    #[test]
+    fn remove_and_reset() {
+        let mut w = Wheel::<u64>::new(8, 8);
+        let a = w.insert(5, false, 5);
+        let b = w.insert(5, false, 6);
+        let c = w.insert(500, false, 7);
+        assert_eq!(w.remove(a), (State::Pending, 5));
+        assert_eq!(w.reset(c, 6), (State::Pending, None));
+        assert_eq!(drain_due(&mut w, 5), vec![6]);
+        assert_eq!(w.state(b), State::Fired);
+        assert_eq!(drain_due(&mut w, 6), vec![7]);
+        assert_eq!(w.reset(b, 2), (State::Fired, Some(0)));
+        assert_eq!(w.reset(b, 9), (State::Fired, None));
+        assert_eq!(w.state(b), State::Pending);
+        assert_eq!(w.next_expiration(), Some(9), "exact tick found in the ring");
+    }
+
+    #[test]
+    fn never_and_drain() {
+        let mut w = Wheel::<u64>::new(8, 8);
+        let a = w.insert(u64::MAX, false, 1);
+        w.insert(3, true, 2);
+        w.insert(300, false, 3);
+        assert_eq!(w.next_expiration(), Some(3));
+        assert!(drain_due(&mut w, NEVER + 10).contains(&2));
+        let mut drained = Vec::new();
+        w.drain(|e| drained.push(e.value));
+        drained.sort();
+        assert_eq!(drained, vec![1]);
+        assert_eq!(w.state(a), State::Cancelled);
+        assert_eq!(w.len(), 0);
+    }
+
+    /// Regression: a jump over many turns of the ring used to visit the
+    /// slot of a far entry once per turn (2^44 visits here: hours).
+    #[test]
+    fn huge_jump_past_a_far_entry_does_not_walk_every_ring_turn() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut w = Wheel::<u64>::new(1, 1);
+            w.insert(1 << 44, false, 1);
+            w.insert(3, false, 2);
+            let mut fired = drain_due(&mut w, 1 << 45);
+            fired.extend(drain_due(&mut w, NEVER + 1));
+            tx.send(fired).unwrap();
+        });
+        let fired = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a jump of 2^45 ticks over one far entry did not finish");
+        assert_eq!(fired, vec![2, 1]);
+    }
+
+    #[test]
+    fn far_entries_wait_in_the_ring_without_being_visited_each_turn() {
+        let mut w = Wheel::<u64>::new(4, 4);
+        w.insert(4 * 4 * 10 + 1, false, 1);
+        // The next work is the start of the entry's ring slot's next round
+        // (the slot holds only a later turn), not every tick.
+        assert_eq!(w.next_expiration(), Some(16));
+        assert!(drain_due(&mut w, 4 * 4 * 10).is_empty());
+        assert_eq!(drain_due(&mut w, 4 * 4 * 10 + 1), vec![1]);
+    }
+}
