@@ -553,7 +553,7 @@ impl<T> Wheel<T> {
     /// Clears the stale bits it meets on the way, so that the driver is not
     /// woken for a list that emptied.
     pub(crate) fn next_expiration(&mut self) -> Option<u64> {
-        /// Ring entries looked at, at most, to find the exact tick.
+        /// Bucket or ring entries looked at, at most, to find the exact tick.
         const SCAN: usize = 64;
         if self.due != NIL {
             return Some(self.elapsed);
@@ -562,17 +562,25 @@ impl<T> Wheel<T> {
             if self.res == 0 {
                 return Some(slot);
             }
-            // The earliest time in the bucket: it holds at most one
-            // bucket's width of deadlines, each looked at about once
-            // before it is due.
+            // The earliest time in the bucket, if it is short; a long one
+            // (a busy bucket, whose entries are scattered over the slab:
+            // a cache miss each) reports its start instead, or the next
+            // unit if its start has passed: never later than its earliest
+            // entry, never at or before `elapsed`.
             let mut earliest = u64::MAX;
             let mut key = self.buckets.heads[bucket];
-            while key != NIL {
+            for _ in 0..SCAN {
+                if key == NIL {
+                    return Some(earliest);
+                }
                 let entry = &self.entries[key as usize];
                 earliest = earliest.min(entry.tick());
                 key = entry.next;
             }
-            return Some(earliest);
+            if key == NIL {
+                return Some(earliest);
+            }
+            return Some((slot << self.res).max(self.elapsed + 1));
         }
         let (slot, next_round) = self.next_ring_slot()?;
         let round_start = next_round << (self.shift + self.res);
