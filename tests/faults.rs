@@ -319,14 +319,7 @@ fn multi_thread_runtime_shutdown_cancels_pending_timeouts() {
 /// with no driver, and its timeouts hung.
 #[test]
 fn shutdown_of_a_runtime_that_never_polled_the_driver_stops_the_timer() {
-    let driver_rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let timer = Timer::builder()
-        .handle(driver_rt.handle().clone())
-        .build()
-        .unwrap();
+    let (driver_rt, timer) = common::timer_on_its_own_runtime();
     let user_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -208,14 +208,7 @@ async fn a_timeout_cut_short_by_stop_is_not_a_deadline_that_passed() {
 /// deadline had passed.
 #[test]
 fn a_timeout_cut_short_by_runtime_shutdown_says_why() {
-    let driver_rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let timer = Timer::builder()
-        .handle(driver_rt.handle().clone())
-        .build()
-        .unwrap();
+    let (driver_rt, timer) = common::timer_on_its_own_runtime();
     let mut fut = task::spawn(timer.timeout(Duration::from_secs(5), std::future::pending::<()>()));
     assert_pending!(fut.poll());
     drop(driver_rt);

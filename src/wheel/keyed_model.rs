@@ -150,25 +150,14 @@ impl Case {
     }
 
     /// Drops operations while the case still fails, for a short report.
-    pub(crate) fn shrink(mut self) -> Case {
-        let mut chunk = self.ops.len().max(1);
-        loop {
-            let mut i = 0;
-            while i < self.ops.len() {
-                let mut smaller = self.clone();
-                let end = (i + chunk).min(smaller.ops.len());
-                smaller.ops.drain(i..end);
-                if fails(&smaller) {
-                    self = smaller;
-                } else {
-                    i += chunk;
-                }
-            }
-            if chunk == 1 {
-                return self;
-            }
-            chunk /= 2;
-        }
+    pub(crate) fn shrink(self) -> Case {
+        let ops = super::model::shrink_ops(self.ops.clone(), |ops| {
+            fails(&Case {
+                ops: ops.to_vec(),
+                ..self.clone()
+            })
+        });
+        Case { ops, ..self }
     }
 
     /// The case as a readable reproduction.

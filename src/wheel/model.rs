@@ -167,25 +167,14 @@ impl Case {
     }
 
     /// Drops operations while the case still fails, for a short report.
-    pub(crate) fn shrink(mut self) -> Case {
-        let mut chunk = self.ops.len().max(1);
-        loop {
-            let mut i = 0;
-            while i < self.ops.len() {
-                let mut smaller = self.clone();
-                let end = (i + chunk).min(smaller.ops.len());
-                smaller.ops.drain(i..end);
-                if fails(&smaller) {
-                    self = smaller;
-                } else {
-                    i += chunk;
-                }
-            }
-            if chunk == 1 {
-                return self;
-            }
-            chunk /= 2;
-        }
+    pub(crate) fn shrink(self) -> Case {
+        let ops = shrink_ops(self.ops.clone(), |ops| {
+            fails(&Case {
+                ops: ops.to_vec(),
+                ..self.clone()
+            })
+        });
+        Case { ops, ..self }
     }
 
     /// The case as a readable reproduction.
@@ -202,6 +191,29 @@ impl Case {
 }
 
 /// Runs `case`, counting a panic inside the wheel as a failure too.
+/// Drops operations while `fails` still holds (delta debugging: chunks
+/// of halving size), for a short report. Shared by the wheel's models.
+pub(crate) fn shrink_ops<O: Clone>(mut ops: Vec<O>, fails: impl Fn(&[O]) -> bool) -> Vec<O> {
+    let mut chunk = ops.len().max(1);
+    loop {
+        let mut i = 0;
+        while i < ops.len() {
+            let mut smaller = ops.clone();
+            let end = (i + chunk).min(smaller.len());
+            smaller.drain(i..end);
+            if fails(&smaller) {
+                ops = smaller;
+            } else {
+                i += chunk;
+            }
+        }
+        if chunk == 1 {
+            return ops;
+        }
+        chunk /= 2;
+    }
+}
+
 pub(crate) fn fails(case: &Case) -> bool {
     !matches!(
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case.run())),

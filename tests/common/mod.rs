@@ -36,3 +36,18 @@ pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
     let counter = Arc::new(CountingWaker::default());
     (counter.clone(), Waker::from(counter))
 }
+
+/// A current-thread runtime of its own and a timer built outside it
+/// (`Builder::handle`), whose driver runs on it: for tests that shut that
+/// runtime down.
+pub fn timer_on_its_own_runtime() -> (tokio::runtime::Runtime, hashwheel::Timer) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let timer = hashwheel::Timer::builder()
+        .handle(rt.handle().clone())
+        .build()
+        .unwrap();
+    (rt, timer)
+}
