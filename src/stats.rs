@@ -43,11 +43,12 @@ pub struct Stats {
     pub driver_wakeups: u64,
     /// Whole ticks the driver was behind the deadline it was armed for when
     /// it woke, summed over its wake-ups: the driver's own delay. The
-    /// runtime's timer rings up to 1 ms after a deadline (it works in whole
-    /// milliseconds, for `tokio::time::Sleep` too), so with the default 1 ms
-    /// tick this stays near zero on a healthy runtime (see
-    /// [Lateness](crate#lateness) for the measured figures); a steady climb
-    /// means a starved runtime, whose timeouts fire late by as much.
+    /// runtime's timer rings up to a millisecond or so after a deadline (it
+    /// works in whole milliseconds, for `tokio::time::Sleep` too, and the
+    /// OS rounds its sleep up), so with the default 1 ms tick a healthy
+    /// runtime adds up to about one per wake-up (see
+    /// [Lateness](crate#lateness) for the measured figures); many more per
+    /// wake-up mean a starved runtime, whose timeouts fire late by as much.
     pub late_ticks: u64,
     /// Times the driver's alarm (one runtime timer per [`Timer`](crate::Timer))
     /// was armed or moved: once after a turn with work left, and once for
