@@ -214,8 +214,13 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             let shard_next = {
                 let mut guard = shard.lock();
                 let state = &mut *guard;
+                let deadlines = &shard.deadlines;
                 while expired < BATCH {
-                    let Some(entry) = state.wheel.pop_expired(now) else {
+                    // A timeout whose deadline was extended without the
+                    // lock goes back into the wheel at its new deadline,
+                    // unwoken.
+                    let due = |key, filed| deadlines.due(key, filed);
+                    let Some(entry) = state.wheel.pop_expired_checked(now, due) else {
                         break;
                     };
                     expired += 1;

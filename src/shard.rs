@@ -13,7 +13,7 @@ use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
@@ -144,7 +144,180 @@ pub(crate) struct Shard {
     /// Counts for the operations that complete without the lock (see
     /// [`Counts`] for the others).
     pub(crate) unlocked: AtomicCounts,
+    /// The deadline words of the wheel's owned entries, by key: what a
+    /// reset to a later deadline changes without the lock.
+    pub(crate) deadlines: Deadlines,
     pub(crate) common: Arc<Common>,
+}
+
+/// The deadline word of an owned wheel entry (a registered
+/// [`Timeout`](crate::Timeout)), one `AtomicU64` per slab slot in a
+/// [`Deadlines`] table at an address that never moves.
+///
+/// | bits  | meaning                                                    |
+/// |-------|------------------------------------------------------------|
+/// | 63    | [`LINKED`]: the entry is pending in the wheel              |
+/// | 48-62 | generation of the slot: bumped by every insert into it     |
+/// | 0-47  | the entry's deadline tick, or [`FAR`]: ask the wheel       |
+///
+/// While `LINKED`, the entry sits in the wheel at a tick at or before the
+/// word's: the handle may move the word's deadline later with one
+/// compare-and-swap and no lock ([`Deadlines::extend`]), which succeeds only
+/// on "linked, this generation, not `FAR`". Everything else changes the word
+/// under the shard's lock. When the entry comes due, the driver (under the
+/// lock) re-files it at the word's deadline if that is still ahead, and
+/// otherwise clears `LINKED` with a compare-and-swap and fires it: a
+/// concurrent extension either lands before that (and is re-filed) or fails
+/// (and the handle finds the entry fired under the lock).
+pub(crate) const LINKED: u64 = 1 << 63;
+/// The deadline part of a deadline word; as a value, "too far for the word:
+/// the wheel holds the deadline" (about 8.9 years after the timer's start).
+pub(crate) const FAR: u64 = (1 << 48) - 1;
+const GEN_SHIFT: u32 = 48;
+/// The generation part of a deadline word, shifted down.
+pub(crate) const GEN_MASK: u64 = (1 << 15) - 1;
+
+/// The generation in deadline word `word`.
+pub(crate) fn word_gen(word: u64) -> u64 {
+    (word >> GEN_SHIFT) & GEN_MASK
+}
+
+/// The deadline word of a linked entry of generation `gen` due at `tick`.
+pub(crate) fn linked_word(gen: u64, tick: u64) -> u64 {
+    LINKED | (gen << GEN_SHIFT) | tick.min(FAR)
+}
+
+/// Slots in the first chunk of a [`Deadlines`] table; chunk `i` holds
+/// `FIRST << i`, so the table grows by doubling as the slab does.
+const FIRST_CHUNK: usize = 64;
+/// Chunks enough for every key (`u32`).
+const CHUNKS: usize = 27;
+
+/// The deadline words of a shard's owned entries, by slab key (see
+/// [`LINKED`]): chunks that are allocated once (under the shard's lock, when
+/// an insert first needs them) and never move or go away, so the words can
+/// be read and written without the lock.
+pub(crate) struct Deadlines {
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+}
+
+impl Deadlines {
+    fn new() -> Deadlines {
+        Deadlines {
+            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The chunk and the index in it of `key`.
+    fn locate(key: Key) -> (usize, usize) {
+        let k = key as usize + FIRST_CHUNK;
+        let top = (usize::BITS - 1 - k.leading_zeros()) as usize;
+        (top - FIRST_CHUNK.trailing_zeros() as usize, k - (1 << top))
+    }
+
+    /// The word of `key`, allocating its chunk if need be (under the lock).
+    pub(crate) fn slot_or_grow(&self, key: Key) -> &AtomicU64 {
+        let (chunk, i) = Self::locate(key);
+        &self.chunks[chunk].get_or_init(|| {
+            (0..FIRST_CHUNK << chunk)
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        })[i]
+    }
+
+    /// The word of `key`, whose chunk an insert allocated.
+    pub(crate) fn slot(&self, key: Key) -> &AtomicU64 {
+        let (chunk, i) = Self::locate(key);
+        &self.chunks[chunk]
+            .get()
+            .expect("hashwheel: a deadline word was read before its entry was inserted")[i]
+    }
+
+    /// Inserted into the wheel at `key`, due at `tick`: the slot's next
+    /// generation, linked. Returns the generation. Under the lock.
+    pub(crate) fn insert(&self, key: Key, tick: u64) -> u64 {
+        let slot = self.slot_or_grow(key);
+        let gen = (word_gen(slot.load(Ordering::Relaxed)) + 1) & GEN_MASK;
+        slot.store(linked_word(gen, tick), Ordering::Release);
+        gen
+    }
+
+    /// Moves the deadline of the linked entry `key` of generation `gen` to
+    /// `tick` if that is later: one compare-and-swap, no lock. Returns
+    /// `false` where it did nothing (not linked, another generation, not
+    /// later, or too far for the word): the caller takes the lock.
+    #[inline]
+    pub(crate) fn extend(&self, key: Key, gen: u64, tick: u64) -> bool {
+        let slot = self.slot(key);
+        let cur = slot.load(Ordering::Acquire);
+        let old = cur & FAR;
+        cur & LINKED != 0
+            && word_gen(cur) == gen
+            && old != FAR
+            && tick > old
+            && tick < FAR
+            && slot
+                .compare_exchange(
+                    cur,
+                    (cur & !FAR) | tick,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+    }
+
+    /// The driver found the entry `key` due, filed in the wheel at tick
+    /// `filed` (under the lock): `Some(tick)` to re-file it at its extended
+    /// deadline (later than `filed`), or `None` once it is marked fired
+    /// (`LINKED` cleared, in a compare-and-swap that a concurrent extension
+    /// makes retry). It fires only at the deadline it is filed at, which
+    /// the wheel hands out once the clock has reached it: never early.
+    #[inline]
+    pub(crate) fn due(&self, key: Key, filed: u64) -> Option<u64> {
+        let slot = self.slot(key);
+        let mut cur = slot.load(Ordering::Acquire);
+        loop {
+            let tick = cur & FAR;
+            if cur & LINKED != 0 && tick != FAR && tick > filed {
+                return Some(tick);
+            }
+            match slot.compare_exchange_weak(
+                cur,
+                cur & !LINKED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return None,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// The entry `key` left the wheel (fired, cancelled or removed) under
+    /// the lock: no extension may land on it any more.
+    pub(crate) fn unlink(&self, key: Key) {
+        self.slot(key).fetch_and(!LINKED, Ordering::AcqRel);
+    }
+
+    /// The entry `key` of generation `gen` was reset under the lock: linked
+    /// at `tick`, or not (it fired at once).
+    pub(crate) fn set(&self, key: Key, gen: u64, tick: u64, linked: bool) {
+        let word = linked_word(gen, tick);
+        let word = if linked { word } else { word & !LINKED };
+        self.slot(key).store(word, Ordering::Release);
+    }
+
+    /// The deadline in `key`'s word, unless it is too far for the word.
+    pub(crate) fn tick(&self, key: Key) -> Option<u64> {
+        let tick = self.slot(key).load(Ordering::Acquire) & FAR;
+        (tick != FAR).then_some(tick)
+    }
+
+    /// Whether `key`'s entry is linked (pending), as generation `gen`.
+    pub(crate) fn is_linked(&self, key: Key, gen: u64) -> bool {
+        let word = self.slot(key).load(Ordering::Acquire);
+        word & LINKED != 0 && word_gen(word) == gen
+    }
 }
 
 pub(crate) struct ShardState {
@@ -218,6 +391,7 @@ impl Shared {
                     }),
                     pending: AtomicUsize::new(0),
                     unlocked: AtomicCounts::default(),
+                    deadlines: Deadlines::new(),
                     common: common.clone(),
                 })
             })
@@ -634,8 +808,11 @@ pub(crate) fn stop(
                         task.mark_cancelled();
                         shard_tasks.push(task);
                     }
-                } else if let Some(waker) = expired.value {
-                    wakers.push(waker);
+                } else {
+                    shard.deadlines.unlink(expired.key);
+                    if let Some(waker) = expired.value {
+                        wakers.push(waker);
+                    }
                 }
             });
             state.counts.cancelled += drained as u64;

@@ -21,8 +21,9 @@ use crate::wheel::raw::{Key, State, NEVER};
 // | bits  | meaning                                                  |
 // |-------|----------------------------------------------------------|
 // | 62-63 | kind: one of the four below                              |
-// | 0-61  | deadline (µs since the timer's start), or the slab key   |
-// |       | while `REGISTERED`                                       |
+// | 0-61  | deadline (µs since the timer's start), or while          |
+// |       | `REGISTERED` the slab key (bits 0-31) and the generation |
+// |       | of its deadline word (bits 32-46, see `shard::LINKED`)   |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -34,7 +35,12 @@ use crate::wheel::raw::{Key, State, NEVER};
 // Registration on the first poll (as tokio's `Sleep` does) saves a lock for
 // the common create-poll-drop pattern. The entry of a registered timeout
 // belongs to it until it is dropped or seen completed, so its key can never
-// be reused under it.
+// be reused under it; the generation in its deadline word guards the
+// lock-free extension besides (see `shard::Deadlines::extend`).
+//
+// A registered timeout's deadline lives in its deadline word (the wheel may
+// hold it at an earlier tick, from before an extension), except for
+// deadlines too far for the word (`FAR`), which the wheel holds.
 const KIND_MASK: u64 = 0b11 << 62;
 const UNREGISTERED: u64 = 0b00 << 62;
 const REGISTERED: u64 = 0b01 << 62;
@@ -116,12 +122,27 @@ impl Timeout {
         self.low() as Key
     }
 
+    /// The generation of a registered timeout's deadline word.
+    fn gen(&self) -> u64 {
+        self.low() >> 32
+    }
+
+    /// The deadline tick of a registered timeout; `state` is its shard's,
+    /// locked, where the word cannot say.
+    fn registered_tick(&self, state: impl FnOnce() -> u64) -> u64 {
+        self.shard.deadlines.tick(self.key()).unwrap_or_else(state)
+    }
+
     fn set(&mut self, kind: u64, low: u64) {
         self.word = kind | low;
     }
 
-    /// The state of the entry of a registered timeout.
+    /// The state of the entry of a registered timeout: no lock while it is
+    /// pending.
     fn entry_state(&self) -> State {
+        if self.shard.deadlines.is_linked(self.key(), self.gen()) {
+            return State::Pending;
+        }
         self.shard.lock().wheel.state(self.key())
     }
 
@@ -145,7 +166,7 @@ impl Timeout {
     /// ```
     pub fn deadline(&self) -> Instant {
         let tick = if self.kind() == REGISTERED {
-            self.shard.lock().wheel.tick(self.key())
+            self.registered_tick(|| self.shard.lock().wheel.tick(self.key()))
         } else {
             self.low()
         };
@@ -306,6 +327,13 @@ impl Timeout {
                 self.set(UNREGISTERED, tick);
             }
             REGISTERED => {
+                // Later than the deadline it has: one compare-and-swap, no
+                // lock. The driver re-files the entry when its old deadline
+                // comes due.
+                if shard.deadlines.extend(self.key(), self.gen(), tick) {
+                    AtomicCounts::add(&shard.unlocked.reset);
+                    return;
+                }
                 let (state, fired_now) = {
                     let mut guard = shard.lock();
                     // The driver of a stopped timer is gone: an entry that
@@ -318,6 +346,8 @@ impl Timeout {
                     let res = guard.wheel.reset(self.key(), tick);
                     if res.0 != State::Cancelled {
                         guard.counts.reset += 1;
+                        let linked = res.1.is_none();
+                        shard.deadlines.set(self.key(), self.gen(), tick, linked);
                     }
                     if let (State::Pending, Some(_)) = res {
                         guard.counts.fired += 1;
@@ -402,9 +432,10 @@ impl Future for Timeout {
                     FIRED
                 } else {
                     let key = state.wheel.insert(tick, false, Some(waker));
+                    let gen = shard.deadlines.insert(key, tick);
                     drop(state);
                     shard.common.note_deadline(tick);
-                    this.set(REGISTERED, u64::from(key));
+                    this.set(REGISTERED, u64::from(key) | gen << 32);
                     return Poll::Pending;
                 };
                 shard.release_locked(&mut state, 1);
@@ -440,7 +471,7 @@ impl Future for Timeout {
                         State::Fired => FIRED,
                         State::Cancelled => CANCELLED,
                     };
-                    let tick = state.wheel.tick(key);
+                    let tick = this.registered_tick(|| state.wheel.tick(key));
                     let (_, waker) = state.wheel.remove(key);
                     drop(state);
                     drop((waker, fresh));

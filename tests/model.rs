@@ -118,6 +118,14 @@ enum Op {
         delay: Duration,
         poll: bool,
     },
+    /// `reset_at` the timeout's own deadline plus `extra`: a reset to a
+    /// later deadline, which takes no lock while the timeout is pending
+    /// (the driver re-files it when the old deadline comes due).
+    ResetLater {
+        pick: usize,
+        extra: Duration,
+        poll: bool,
+    },
     /// `reset_at` an instant `ago` before now.
     ResetAtPast {
         pick: usize,
@@ -190,10 +198,19 @@ fn gen_ops(rng: &mut Rng, shape: &Shape, len: usize) -> Vec<Op> {
                     pick,
                     by_drop: rng.percent() < 50,
                 },
-                43..=57 => Op::Reset {
+                43..=50 => Op::Reset {
                     pick,
                     delay: gen_delay(rng, shape),
                     poll: rng.percent() < 85,
+                },
+                51..=57 => Op::ResetLater {
+                    pick,
+                    extra: match rng.percent() {
+                        0..=39 => Duration::from_nanos(1 + rng.below(shape.tick_ns())),
+                        40..=79 => shape.tick * (1 + rng.below(shape.buckets as u64 * 2)) as u32,
+                        _ => gen_delay(rng, shape),
+                    },
+                    poll: rng.percent() < 50,
                 },
                 58..=60 => Op::ResetAtPast {
                     pick,
@@ -558,6 +575,12 @@ impl Model {
             Op::Reset { pick, delay, poll } => {
                 if let Some(id) = self.pick(pick) {
                     self.reset(id, now.checked_add(delay), poll)?;
+                }
+            }
+            Op::ResetLater { pick, extra, poll } => {
+                if let Some(id) = self.pick(pick) {
+                    let deadline = self.live[&id].deadline.and_then(|d| d.checked_add(extra));
+                    self.reset(id, deadline, poll)?;
                 }
             }
             Op::ResetAtPast { pick, ago, poll } => {

@@ -888,9 +888,42 @@ impl<T: Default> Wheel<T> {
 
     /// Takes out the next entry due at or before `now`, processing ticks in
     /// order. Returns `None` once every tick up to `now` is processed.
+    #[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
     pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
         let key = self.next_due(now)?;
         Some(self.expire(key))
+    }
+
+    /// [`pop_expired`](Self::pop_expired) for entries whose deadline may
+    /// have moved later without the wheel knowing (the timer's reset by
+    /// extension): each owned entry that comes due is first shown to
+    /// `deadline_of(key, tick)`, with the tick the wheel holds it at, which
+    /// returns `Some(later)` to move it to that later tick instead of firing
+    /// it, or `None` to fire it. A moved entry comes out again when the
+    /// cursor reaches its new tick (at once if that is not after `now` and
+    /// its bucket is the one being processed), so entries still come out
+    /// bucket by bucket in deadline order. Detached entries fire as in
+    /// `pop_expired`.
+    pub(crate) fn pop_expired_checked(
+        &mut self,
+        now: u64,
+        mut deadline_of: impl FnMut(Key, u64) -> Option<u64>,
+    ) -> Option<Expired<T>> {
+        loop {
+            let key = self.next_due(now)?;
+            let entry = &self.entries[key as usize];
+            if !entry.is_detached() {
+                let filed = entry.tick();
+                if let Some(tick) = deadline_of(key, filed) {
+                    debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
+                    self.unlink(key);
+                    self.entries[key as usize].set_tick(tick);
+                    self.link(key, tick);
+                    continue;
+                }
+            }
+            return Some(self.expire(key));
+        }
     }
 
     fn expire(&mut self, key: Key) -> Expired<T> {
@@ -1041,6 +1074,26 @@ mod tests {
         assert_eq!(w.reset(b, 9), (State::Fired, None));
         assert_eq!(w.state(b), State::Pending);
         assert_eq!(w.next_expiration(), Some(9), "exact tick found in the ring");
+    }
+
+    #[test]
+    fn checked_pop_refiles_what_moved_later() {
+        let mut w = Wheel::<u64>::new(8, 4);
+        let a = w.insert(3, false, 1);
+        let b = w.insert(3, false, 2);
+        let c = w.insert(3, true, 3);
+        let mut fired = Vec::new();
+        while let Some(e) = w.pop_expired_checked(3, |k, _| (k == a).then_some(40)) {
+            fired.push(e.value);
+        }
+        fired.sort();
+        assert_eq!(fired, vec![2, 3]);
+        assert_eq!(w.state(a), State::Pending);
+        assert_eq!(w.tick(a), 40);
+        assert_eq!(w.state(b), State::Fired);
+        assert!(drain_due(&mut w, 39).is_empty());
+        assert_eq!(drain_due(&mut w, 40), vec![1]);
+        let _ = c;
     }
 
     #[test]
