@@ -36,10 +36,10 @@ use tokio::sync::Notify;
 
 use crate::error::StopReason;
 use crate::shard::{
-    far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
-    TaskInner, AGAIN, IDLE, TURNING,
+    far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Beat, Common, Shard,
+    Shared, TaskInner, AGAIN, IDLE, TURNING,
 };
-use crate::wheel::raw::NEVER;
+use crate::wheel::raw::{Popped, NEVER};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
@@ -57,6 +57,8 @@ const LAG_WARN: Duration = Duration::from_millis(100);
 enum Fired {
     Waker(Waker),
     Task(Arc<TaskInner>),
+    /// An interval's tick: its entry is re-armed already.
+    Beat(Arc<Beat>),
 }
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
@@ -210,18 +212,28 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
         };
         loop {
             let mut expired = 0;
+            let mut rearmed = 0;
             let mut tasks = 0;
             let shard_next = {
                 let mut guard = shard.lock();
                 let state = &mut *guard;
                 let deadlines = &shard.deadlines;
-                while expired < BATCH {
+                while expired + rearmed < BATCH {
                     // A timeout whose deadline was extended without the
                     // lock goes back into the wheel at its new deadline,
-                    // unwoken.
-                    let due = |key, filed| deadlines.due(key, filed);
-                    let Some(entry) = state.wheel.pop_expired_checked(now, due) else {
-                        break;
+                    // unwoken; an interval's entry is re-armed for its next
+                    // tick and its task woken.
+                    let beats = &state.beats;
+                    let due = |key, filed| {
+                        deadlines.due(key, filed, beats, |beat| batch.push(Fired::Beat(beat)))
+                    };
+                    let entry = match state.wheel.pop_expired_checked(now, due) {
+                        None => break,
+                        Some(Popped::Rearmed) => {
+                            rearmed += 1;
+                            continue;
+                        }
+                        Some(Popped::Expired(entry)) => entry,
                     };
                     expired += 1;
                     if entry.detached {
@@ -234,12 +246,13 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
                         batch.push(Fired::Waker(waker));
                     }
                 }
-                state.counts.fired += expired as u64;
+                // A re-armed interval fired a tick and stays pending.
+                state.counts.fired += (expired + rearmed) as u64;
                 shard.release_locked(state, expired);
-                (expired < BATCH).then(|| state.wheel.next_expiration())
+                (expired + rearmed < BATCH).then(|| state.wheel.next_expiration())
             };
             common.tasks_done(tasks);
-            total += expired;
+            total += expired + rearmed;
             if expired > 0 {
                 tracing::trace!(shard = index, expired, "hashwheel: expired");
             }
@@ -247,6 +260,11 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
                 match fired {
                     Fired::Waker(waker) => wake(waker),
                     Fired::Task(task) => run_task(&task),
+                    Fired::Beat(beat) => {
+                        if let Some(waker) = beat.waker.take() {
+                            wake(waker);
+                        }
+                    }
                 }
             }
             if let Some(shard_next) = shard_next {

@@ -1,8 +1,10 @@
 //! [`Interval`]: a heartbeat on the wheel, like `tokio::time::Interval`.
 
 use std::fmt;
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use futures_core::Stream;
 use tokio::time::Instant;
 
 use crate::error::{Error, StopReason};
-use crate::shard::far_future;
+use crate::shard::{far_future, Beat, STALLED, UNTAKEN};
 use crate::timeout::Timeout;
 
 /// How late a tick may complete and still count as on time, on top of one
@@ -23,10 +25,13 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// [`Timer::interval`](crate::Timer::interval) and
 /// [`Timer::interval_at`](crate::Timer::interval_at).
 ///
-/// The counterpart of [`tokio::time::Interval`]: one [`Timeout`]
-/// underneath, [reset](Timeout::reset_at) in O(1) after each tick, so an
-/// interval costs one wheel entry however long it runs. It is `Unpin`,
-/// needs no pinning, and implements [`Stream`] with `Item = Instant`.
+/// The counterpart of [`tokio::time::Interval`]: one wheel entry
+/// underneath, however long it runs, which the driver re-arms for the next
+/// tick as it fires one, so that in the steady state
+/// [`tick`](Interval::tick) takes no lock and inserts nothing. An interval
+/// whose tick has not been taken yet is not re-armed: a task that stopped
+/// calling `tick` is woken once, not once a period. It is `Unpin`, needs no
+/// pinning, and implements [`Stream`] with `Item = Instant`.
 ///
 /// Ticks are reported at their *nominal* instants (`start`, `start +
 /// period`, ...): the value [`tick`](Interval::tick) returns is the instant
@@ -80,9 +85,17 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// ```
 #[must_use = "streams do nothing unless polled"]
 pub struct Interval {
+    /// The wheel entry (registered on the first poll, as an interval's).
     timeout: Timeout,
-    /// The nominal instant of the next tick; the timeout waits for it.
+    /// What the driver and this handle share: the waker, whether a tick
+    /// fired untaken, and the tick the driver re-arms the entry at.
+    beat: Arc<Beat>,
+    /// The nominal instant of the next tick; the entry waits for it.
     next: Instant,
+    /// The next tick is due by a clock reading already taken: it completes
+    /// at once, without waiting for the driver (missed ticks in a burst,
+    /// a reset to a past instant).
+    due_now: bool,
     period: Duration,
     /// How late a tick may be and still count as on time.
     tolerance: Duration,
@@ -162,9 +175,12 @@ impl Interval {
         period: Duration,
         tick: Duration,
     ) -> Interval {
+        let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
         Interval {
             timeout,
+            beat,
             next: start,
+            due_now: false,
             period,
             tolerance: tick + TOLERANCE,
             behavior: MissedTickBehavior::default(),
@@ -244,24 +260,53 @@ impl Interval {
     }
 
     /// The next tick, or `None` once the timer is stopped.
+    ///
+    /// In the steady state this is one atomic load when the tick has not
+    /// come (and the waker's registration), and one load, a clock read and
+    /// one compare-and-swap when it has: the driver re-armed the entry for
+    /// the tick after as it fired this one.
     fn poll_next_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
-        let now = Instant::now();
-        // The clock may pass the nominal instant before the driver turns
-        // the wheel to the (rounded-up) tick: no need to wait for it then.
-        if now < self.next {
-            if Pin::new(&mut self.timeout).poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            if self.timeout.is_cancelled() {
-                return Poll::Ready(None);
-            }
-        } else if self.timeout.is_cancelled() {
+        if self.timeout.is_stopped() {
             return Poll::Ready(None);
         }
-        // `now` was read before the poll: a timeout that fired since then
-        // fired at most a few instructions ago, well inside the tolerance.
+        if self.due_now {
+            self.due_now = false;
+            return Poll::Ready(Some(self.take(false)));
+        }
+        if !self.timeout.is_registered() {
+            // The first poll, or the first since a reset before it: a tick
+            // whose instant has passed completes at once.
+            if Instant::now() >= self.next {
+                return Poll::Ready(Some(self.take(false)));
+            }
+            if !self.timeout.register_beat(&self.beat) {
+                return Poll::Ready(None);
+            }
+        }
+        if self.beat.state.load(Ordering::Acquire) & UNTAKEN == 0 {
+            self.beat.waker.register(cx.waker());
+            // Looked at again after the registration: a tick that fired
+            // meanwhile was either seen here or woke the new waker.
+            if self.beat.state.load(Ordering::Acquire) & UNTAKEN == 0 {
+                if self.timeout.is_stopped() {
+                    return Poll::Ready(None);
+                }
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(Some(self.take(true)))
+    }
+
+    /// Takes the tick due at `self.next` and schedules the one after by
+    /// the missed-tick rules; returns the tick's instant. `fired` if the
+    /// driver fired it (and re-armed the entry for the next tick on time).
+    fn take(&mut self, fired: bool) -> Instant {
         let due = self.next;
-        self.next = if now > add(due, self.tolerance) {
+        // Read after the tick came: lateness is measured from the moment
+        // the tick is taken, as tokio does.
+        let now = Instant::now();
+        let on_time = add(due, self.period);
+        let next = if now > add(due, self.tolerance) {
             tracing::trace!(
                 late = ?(now - due),
                 behavior = ?self.behavior,
@@ -269,10 +314,51 @@ impl Interval {
             );
             self.behavior.next(due, now, self.period)
         } else {
-            add(due, self.period)
+            on_time
         };
-        self.timeout.reset_at(self.next);
-        Poll::Ready(Some(due))
+        self.next = next;
+        if fired && next == on_time && next > now {
+            // The steady state: the driver re-armed the entry for `next`
+            // as it fired; leave it the tick after, unless it fired again
+            // meanwhile (`STALLED`: not re-armed).
+            let state = self.beat.state.load(Ordering::Acquire);
+            if state & (UNTAKEN | STALLED) == UNTAKEN
+                && self
+                    .beat
+                    .state
+                    .compare_exchange(state, self.after(next), Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                return due;
+            }
+        }
+        self.rearm(next, now);
+        due
+    }
+
+    /// The tick the driver re-arms the entry at once the tick at `next`
+    /// fires.
+    fn after(&self, next: Instant) -> u64 {
+        self.timeout.tick_of(add(next, self.period))
+    }
+
+    /// Moves the entry to `next` under the lock and clears what the driver
+    /// left in the beat (an untaken tick that this consumes, a stall); a
+    /// `next` already past by `now` completes without the driver.
+    fn rearm(&mut self, next: Instant, now: Instant) {
+        let tick = self.timeout.tick_of(next);
+        let after = self.after(next);
+        let beat = &*self.beat;
+        self.timeout.reset_tick_with(tick, false, |fired_now| {
+            let state = if fired_now {
+                // Fired by the reset itself: due at once, not re-armed.
+                after | UNTAKEN | STALLED
+            } else {
+                after
+            };
+            beat.state.store(state, Ordering::Release);
+        });
+        self.due_now = next <= now;
     }
 
     /// Restarts the schedule: the next tick is one period from now.
@@ -363,7 +449,7 @@ impl Interval {
     /// ```
     pub fn reset_at(&mut self, deadline: Instant) {
         self.next = deadline;
-        self.timeout.reset_at(deadline);
+        self.rearm(deadline, Instant::now());
     }
 
     /// The period between ticks.

@@ -24,7 +24,7 @@ use tokio::time::{Instant, Sleep};
 use crate::error::{Error, StopReason};
 use crate::stats::Stats;
 use crate::ticks::Ticks;
-use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
+use crate::wheel::raw::{Due, Expired, Key, Wheel, NEVER};
 
 /// The state shared by [`Timer`]s and scheduled tasks: the shards and what
 /// they share. [`Timeout`]s hold only their [`Shard`], so that threads on
@@ -157,7 +157,8 @@ pub(crate) struct Shard {
 /// | bits  | meaning                                                    |
 /// |-------|------------------------------------------------------------|
 /// | 63    | [`LINKED`]: the entry is pending in the wheel              |
-/// | 48-62 | generation of the slot: bumped by every insert into it     |
+/// | 62    | [`BEAT`]: the entry is an [`Interval`](crate::Interval)'s  |
+/// | 48-61 | generation of the slot: bumped by every insert into it     |
 /// | 0-47  | the entry's deadline tick, or [`FAR`]: ask the wheel       |
 ///
 /// While `LINKED`, the entry sits in the wheel at a tick at or before the
@@ -173,9 +174,12 @@ pub(crate) const LINKED: u64 = 1 << 63;
 /// The deadline part of a deadline word; as a value, "too far for the word:
 /// the wheel holds the deadline" (about 8.9 years after the timer's start).
 pub(crate) const FAR: u64 = (1 << 48) - 1;
+/// The entry belongs to an interval: its [`Beat`] is in
+/// [`ShardState::beats`], and the driver re-arms it when it fires.
+pub(crate) const BEAT: u64 = 1 << 62;
 const GEN_SHIFT: u32 = 48;
 /// The generation part of a deadline word, shifted down.
-pub(crate) const GEN_MASK: u64 = (1 << 15) - 1;
+pub(crate) const GEN_MASK: u64 = (1 << 14) - 1;
 
 /// The generation in deadline word `word`.
 pub(crate) fn word_gen(word: u64) -> u64 {
@@ -233,12 +237,14 @@ impl Deadlines {
             .expect("hashwheel: a deadline word was read before its entry was inserted")[i]
     }
 
-    /// Inserted into the wheel at `key`, due at `tick`: the slot's next
-    /// generation, linked. Returns the generation. Under the lock.
-    pub(crate) fn insert(&self, key: Key, tick: u64) -> u64 {
+    /// Inserted into the wheel at `key`, due at `tick`, an interval's if
+    /// `beat`: the slot's next generation, linked. Returns the generation.
+    /// Under the lock.
+    pub(crate) fn insert(&self, key: Key, tick: u64, beat: bool) -> u64 {
         let slot = self.slot_or_grow(key);
         let gen = (word_gen(slot.load(Ordering::Relaxed)) + 1) & GEN_MASK;
-        slot.store(linked_word(gen, tick), Ordering::Release);
+        let flag = if beat { BEAT } else { 0 };
+        slot.store(linked_word(gen, tick) | flag, Ordering::Release);
         gen
     }
 
@@ -267,19 +273,38 @@ impl Deadlines {
     }
 
     /// The driver found the entry `key` due, filed in the wheel at tick
-    /// `filed` (under the lock): `Some(tick)` to re-file it at its extended
-    /// deadline (later than `filed`), or `None` once it is marked fired
+    /// `filed` (under the lock): [`Due::Refile`] at its extended deadline
+    /// (later than `filed`), or [`Due::Fire`] once it is marked fired
     /// (`LINKED` cleared, in a compare-and-swap that a concurrent extension
     /// makes retry). It fires only at the deadline it is filed at, which
     /// the wheel hands out once the clock has reached it: never early.
+    ///
+    /// An interval's entry ([`BEAT`]) whose last tick was taken is re-armed
+    /// instead, at the tick its handle left in its [`Beat`]
+    /// ([`Due::Rearm`]), and `woken` gets the beat to wake once the lock is
+    /// released. One whose last tick is still untaken fires, unwoken, and
+    /// is marked [`STALLED`]: a task that stopped calling `tick` is not
+    /// woken again. (An interval's word changes only under the lock: its
+    /// handle never extends it without it.)
     #[inline]
-    pub(crate) fn due(&self, key: Key, filed: u64) -> Option<u64> {
+    pub(crate) fn due(
+        &self,
+        key: Key,
+        filed: u64,
+        beats: &[Option<Arc<Beat>>],
+        woken: impl FnOnce(Arc<Beat>),
+    ) -> Due {
         let slot = self.slot(key);
         let mut cur = slot.load(Ordering::Acquire);
+        if cur & BEAT != 0 && cur & LINKED != 0 {
+            if let Some(Some(beat)) = beats.get(key as usize) {
+                return Self::beat_due(slot, cur, filed, beat, woken);
+            }
+        }
         loop {
             let tick = cur & FAR;
             if cur & LINKED != 0 && tick != FAR && tick > filed {
-                return Some(tick);
+                return Due::Refile(tick);
             }
             match slot.compare_exchange_weak(
                 cur,
@@ -287,8 +312,48 @@ impl Deadlines {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return None,
+                Ok(_) => return Due::Fire,
                 Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// [`due`](Self::due) for an interval's entry, word `cur`.
+    fn beat_due(
+        slot: &AtomicU64,
+        cur: u64,
+        filed: u64,
+        beat: &Arc<Beat>,
+        woken: impl FnOnce(Arc<Beat>),
+    ) -> Due {
+        let tick = cur & FAR;
+        if tick != FAR && tick > filed {
+            return Due::Refile(tick);
+        }
+        let mut state = beat.state.load(Ordering::Acquire);
+        loop {
+            if state & UNTAKEN == 0 {
+                // Only the driver sets `UNTAKEN`, under the lock; while it is
+                // clear the handle writes the state only under the lock.
+                let after = (state & AFTER_MASK).max(filed + 1).min(FAR - 1);
+                slot.store((cur & !FAR) | after, Ordering::Release);
+                beat.state.store(state | UNTAKEN, Ordering::Release);
+                woken(beat.clone());
+                return Due::Rearm(after);
+            }
+            // Untaken: stall, unless the handle takes the tick meanwhile
+            // (its compare-and-swap clears `UNTAKEN`; then re-arm).
+            match beat.state.compare_exchange(
+                state,
+                state | STALLED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    slot.store(cur & !LINKED, Ordering::Release);
+                    return Due::Fire;
+                }
+                Err(actual) => state = actual,
             }
         }
     }
@@ -302,9 +367,10 @@ impl Deadlines {
     /// The entry `key` of generation `gen` was reset under the lock: linked
     /// at `tick`, or not (it fired at once).
     pub(crate) fn set(&self, key: Key, gen: u64, tick: u64, linked: bool) {
-        let word = linked_word(gen, tick);
+        let slot = self.slot(key);
+        let word = linked_word(gen, tick) | (slot.load(Ordering::Relaxed) & BEAT);
         let word = if linked { word } else { word & !LINKED };
-        self.slot(key).store(word, Ordering::Release);
+        slot.store(word, Ordering::Release);
     }
 
     /// The deadline in `key`'s word, unless it is too far for the word.
@@ -322,6 +388,9 @@ impl Deadlines {
 
 pub(crate) struct ShardState {
     pub(crate) wheel: Wheel<Option<Waker>>,
+    /// The [`Beat`]s of the intervals registered in the wheel, by key
+    /// (their entries hold no waker). Empty until an interval registers.
+    pub(crate) beats: Vec<Option<Arc<Beat>>>,
     /// Scheduled tasks, by key: detached entries of the wheel.
     pub(crate) tasks: HashMap<Key, Arc<TaskInner>>,
     /// Counts kept under the lock, which the operation holds anyway.
@@ -329,6 +398,35 @@ pub(crate) struct ShardState {
     /// Timeouts and tasks of this shard that fired or were cancelled under
     /// the lock (see [`Shard::pending`]).
     released: usize,
+}
+
+/// What an [`Interval`](crate::Interval) shares with the driver: its
+/// waker, and whether a tick is waiting to be taken. The driver re-arms the
+/// interval's entry when it fires, under the lock it holds anyway, so that
+/// `tick` in the steady state takes no lock and inserts nothing.
+pub(crate) struct Beat {
+    /// [`UNTAKEN`] and [`STALLED`], and the tick the entry is re-armed at
+    /// when it fires (the handle's next tick but one, [`AFTER_MASK`]).
+    pub(crate) state: AtomicU64,
+    pub(crate) waker: futures_util::task::AtomicWaker,
+}
+
+/// [`Beat::state`]: the entry fired and its tick has not been taken yet.
+pub(crate) const UNTAKEN: u64 = 1 << 63;
+/// [`Beat::state`]: the entry fired while a tick was untaken, so it was
+/// not re-armed (it is fired, not linked); taking the tick re-arms it
+/// under the lock.
+pub(crate) const STALLED: u64 = 1 << 62;
+/// [`Beat::state`]: the re-arm tick.
+pub(crate) const AFTER_MASK: u64 = (1 << 62) - 1;
+
+impl Beat {
+    pub(crate) fn new(after: u64) -> Beat {
+        Beat {
+            state: AtomicU64::new(after.min(AFTER_MASK)),
+            waker: futures_util::task::AtomicWaker::new(),
+        }
+    }
 }
 
 /// Operation counts of one shard, kept under its lock.
@@ -385,6 +483,7 @@ impl Shared {
                 Arc::new(Shard {
                     state: Mutex::new(ShardState {
                         wheel: Wheel::with_resolution(wheel_size, ring, bucket_res(tick_us)),
+                        beats: Vec::new(),
                         tasks: HashMap::new(),
                         counts: Counts::default(),
                         released: 0,
@@ -796,6 +895,7 @@ pub(crate) fn stop(
     let mut timeouts = 0;
     for shard in shards {
         let mut wakers = Vec::new();
+        let mut beats: Vec<Arc<Beat>> = Vec::new();
         let mut shard_tasks = Vec::new();
         let mut drained = 0;
         {
@@ -812,6 +912,9 @@ pub(crate) fn stop(
                     shard.deadlines.unlink(expired.key);
                     if let Some(waker) = expired.value {
                         wakers.push(waker);
+                    }
+                    if let Some(Some(beat)) = state.beats.get(expired.key as usize) {
+                        beats.push(beat.clone());
                     }
                 }
             });
@@ -830,6 +933,7 @@ pub(crate) fn stop(
         }
         timeouts += drained - shard_tasks.len();
         wake_all(wakers);
+        wake_all(beats.iter().filter_map(|beat| beat.waker.take()));
         tasks.extend(shard_tasks);
     }
     // Disarm for good (the runtime may be shutting down: nothing may poll

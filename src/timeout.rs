@@ -11,7 +11,7 @@ use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
 use crate::error::{Elapsed, StopReason};
-use crate::shard::{wake_all, AtomicCounts, Shard};
+use crate::shard::{wake_all, AtomicCounts, Beat, Shard};
 use crate::wheel::raw::{Key, State, NEVER};
 
 // A `Timeout` is two words: its shard (which wheel and lock, and through
@@ -314,23 +314,40 @@ impl Timeout {
     }
 
     fn reset_tick(&mut self, tick: u64) {
+        self.reset_tick_with(tick, true, |_| {});
+    }
+
+    /// [`reset_tick`](Self::reset_tick); a later deadline without the lock
+    /// only if `extend`. `under_lock(fired_now)` runs where the new
+    /// deadline takes effect (under the shard's lock for a registered
+    /// timeout, unless it was extended without it), with whether the reset
+    /// fired the entry at once; not at all once the timer is stopped.
+    pub(crate) fn reset_tick_with(
+        &mut self,
+        tick: u64,
+        extend: bool,
+        under_lock: impl FnOnce(bool),
+    ) {
         let tick = tick.min(NEVER);
         let shard = &*self.shard;
         match self.kind() {
             UNREGISTERED => {
                 AtomicCounts::add(&shard.unlocked.reset);
                 self.set(UNREGISTERED, tick);
+                under_lock(false);
             }
             FIRED if !shard.common.is_stopped() => {
                 AtomicCounts::add(&shard.unlocked.reset);
                 shard.reacquire();
                 self.set(UNREGISTERED, tick);
+                under_lock(false);
             }
             REGISTERED => {
                 // Later than the deadline it has: one compare-and-swap, no
                 // lock. The driver re-files the entry when its old deadline
                 // comes due.
-                if shard.deadlines.extend(self.key(), self.gen(), tick) {
+                if extend && shard.deadlines.extend(self.key(), self.gen(), tick) {
+                    under_lock(false);
                     AtomicCounts::add(&shard.unlocked.reset);
                     return;
                 }
@@ -348,6 +365,7 @@ impl Timeout {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
                         shard.deadlines.set(self.key(), self.gen(), tick, linked);
+                        under_lock(!linked);
                     }
                     if let (State::Pending, Some(_)) = res {
                         guard.counts.fired += 1;
@@ -367,6 +385,52 @@ impl Timeout {
             }
             _ => {}
         }
+    }
+
+    /// `deadline` in the timer's ticks (microseconds since its start).
+    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
+        self.shard.common.tick_of(deadline)
+    }
+
+    /// Whether the timer stopped: one atomic load.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.shard.common.is_stopped()
+    }
+
+    /// Whether the timeout has its entry in the wheel (it was polled, or
+    /// registered as an interval's).
+    pub(crate) fn is_registered(&self) -> bool {
+        self.kind() == REGISTERED
+    }
+
+    /// Registers an unregistered timeout as `beat`'s interval entry: the
+    /// driver re-arms it when it fires and wakes the beat's waker. Returns
+    /// `false` (and the timeout is cancelled) if the timer stopped.
+    pub(crate) fn register_beat(&mut self, beat: &Arc<Beat>) -> bool {
+        debug_assert_eq!(self.kind(), UNREGISTERED);
+        let tick = self.low();
+        let shard = &*self.shard;
+        let mut state = shard.lock();
+        if shard.common.is_stopped() {
+            state.counts.cancelled += 1;
+            shard.release_locked(&mut state, 1);
+            drop(state);
+            self.set(CANCELLED, tick);
+            return false;
+        }
+        // A tick already past is clamped to the next one: the driver fires
+        // it on its next turn.
+        let key = state.wheel.insert(tick, false, None);
+        let gen = shard.deadlines.insert(key, tick, true);
+        let i = key as usize;
+        if state.beats.len() <= i {
+            state.beats.resize(i + 1, None);
+        }
+        state.beats[i] = Some(beat.clone());
+        drop(state);
+        shard.common.note_deadline(tick);
+        self.set(REGISTERED, u64::from(key) | gen << 32);
+        true
     }
 
     /// Why the timer stopped, if it did.
@@ -393,16 +457,21 @@ impl Timeout {
                 true
             }
             REGISTERED => {
-                let (state, waker) = {
+                let (state, waker, beat) = {
                     let mut guard = shard.lock();
-                    let res = guard.wheel.remove(self.key());
-                    if res.0 == State::Pending {
+                    let (state, waker) = guard.wheel.remove(self.key());
+                    if state == State::Pending {
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
                     }
-                    res
+                    // An interval's: its beat leaves with it.
+                    let beat = guard
+                        .beats
+                        .get_mut(self.key() as usize)
+                        .and_then(Option::take);
+                    (state, waker, beat)
                 };
-                drop(waker);
+                drop((waker, beat));
                 state == State::Pending
             }
             _ => false,
@@ -432,7 +501,7 @@ impl Future for Timeout {
                     FIRED
                 } else {
                     let key = state.wheel.insert(tick, false, Some(waker));
-                    let gen = shard.deadlines.insert(key, tick);
+                    let gen = shard.deadlines.insert(key, tick, false);
                     drop(state);
                     shard.common.note_deadline(tick);
                     this.set(REGISTERED, u64::from(key) | gen << 32);

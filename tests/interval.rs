@@ -296,3 +296,66 @@ async fn debug_shows_the_schedule() {
     assert!(text.contains("period: 10ms"), "{text}");
     assert!(text.contains("Burst"), "{text}");
 }
+
+/// In the steady state the driver re-arms the interval as it fires a tick:
+/// taking the tick is no reset (no lock, no insert).
+#[tokio::test(start_paused = true)]
+async fn steady_ticks_are_re_armed_by_the_driver() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.interval(PERIOD));
+    assert_ready!(poll_tick(&mut t));
+    assert_pending!(poll_tick(&mut t));
+    let before = timer.stats();
+    for _ in 0..20 {
+        advance(PERIOD).await;
+        assert!(t.is_woken());
+        assert_ready!(poll_tick(&mut t));
+        assert_pending!(poll_tick(&mut t));
+    }
+    let after = timer.stats();
+    assert_eq!(after.reset, before.reset, "a tick took the lock to re-arm");
+    assert_eq!(after.fired - before.fired, 20);
+    assert_eq!(after.pending, 1);
+}
+
+/// An interval whose tick is not taken is not re-armed: its task is woken
+/// once, not once a period, and the ticks come back by the missed-tick
+/// rules when it calls `tick` again.
+#[tokio::test(start_paused = true)]
+async fn an_untaken_tick_wakes_once_and_is_not_re_armed() {
+    let timer = Timer::new();
+    let start = Instant::now();
+    let mut interval = timer.interval(PERIOD);
+    let (wakes, waker) = common::counting_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(interval.poll_tick(&mut cx).is_ready());
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    advance(PERIOD).await;
+    assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Not taken for ten periods: no more wakes, and nothing left pending.
+    advance(PERIOD * 10).await;
+    assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(timer.pending(), 0);
+    let fired = timer.stats().fired;
+    advance(PERIOD * 10).await;
+    assert_eq!(
+        timer.stats().fired,
+        fired,
+        "the stalled interval fired again"
+    );
+    // Burst (the default): the missed ticks at once, then on schedule.
+    assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + PERIOD));
+    assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + PERIOD * 2));
+    let mut n = 2;
+    while let Poll::Ready(at) = interval.poll_tick(&mut cx) {
+        n += 1;
+        assert_eq!(at, start + PERIOD * n);
+    }
+    assert_eq!(n, 21, "ticks 10 ms to 210 ms");
+    assert_eq!(timer.pending(), 1);
+    advance(PERIOD).await;
+    assert_eq!(
+        interval.poll_tick(&mut cx),
+        Poll::Ready(start + PERIOD * 22)
+    );
+}

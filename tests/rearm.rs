@@ -60,9 +60,9 @@ async fn heartbeats_and_resets_turn_the_driver_once_per_due_millisecond() {
     let elapsed_ms = start.elapsed().as_millis() as u64;
     assert!((100..=101).contains(&elapsed_ms), "took {elapsed_ms} ms");
     let stats = timer.stats();
-    // 2,000 heartbeats, each re-arming its interval and pushing back its
-    // idle timeout, over 100 ms.
-    assert_eq!(stats.reset, 2 * 2_000);
+    // 2,000 heartbeats over 100 ms, each pushing back its idle timeout; the
+    // intervals are re-armed by the driver as they fire, which is no reset.
+    assert_eq!(stats.reset, 2_000);
     assert!(
         stats.driver_wakeups <= elapsed_ms + 1,
         "{} driver turns in {elapsed_ms} ms",
@@ -112,7 +112,13 @@ fn on_two_workers_a_turn_unparks_few_workers_and_re_arms_the_alarm_once() {
         let elapsed = start.elapsed().as_millis() as u64;
         (timer.stats(), before, steady, steady_ms, elapsed)
     });
-    assert_eq!(stats.reset, 2 * 10_000);
+    // The idle timeouts' resets; the driver re-arms the intervals, except
+    // for a tick taken late, which the task re-arms itself (a reset).
+    assert!(
+        (10_000..=10_500).contains(&stats.reset),
+        "{} resets",
+        stats.reset
+    );
     // Woken tasks on the other worker re-arm their heartbeats and push back
     // their idle timeouts while the driver turns: none of that arms the
     // runtime's timer (it is armed by the turn itself, once), and the

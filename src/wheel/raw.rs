@@ -89,6 +89,28 @@ pub(crate) enum State {
     Cancelled,
 }
 
+/// What [`Wheel::pop_expired_checked`] does with an owned entry that came
+/// due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(crate) enum Due {
+    /// Fire it.
+    Fire,
+    /// Its deadline moved later, to this tick: file it there, and go on.
+    Refile(u64),
+    /// It fired and is re-armed for this tick: file it there, and return
+    /// [`Popped::Rearmed`].
+    Rearm(u64),
+}
+
+/// What [`Wheel::pop_expired_checked`] took out.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(crate) enum Popped<T> {
+    Expired(Expired<T>),
+    Rearmed,
+}
+
 /// An entry that [`Wheel::pop_expired`] took out of the wheel.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
@@ -896,33 +918,39 @@ impl<T: Default> Wheel<T> {
 
     /// [`pop_expired`](Self::pop_expired) for entries whose deadline may
     /// have moved later without the wheel knowing (the timer's reset by
-    /// extension): each owned entry that comes due is first shown to
-    /// `deadline_of(key, tick)`, with the tick the wheel holds it at, which
-    /// returns `Some(later)` to move it to that later tick instead of firing
-    /// it, or `None` to fire it. A moved entry comes out again when the
-    /// cursor reaches its new tick (at once if that is not after `now` and
-    /// its bucket is the one being processed), so entries still come out
+    /// extension) and for entries that are re-armed as they fire (the
+    /// timer's intervals): each owned entry that comes due is first shown to
+    /// `due(key, tick)`, with the tick the wheel holds it at, which says
+    /// what to do with it (see [`Due`]). A moved entry comes out again when
+    /// the cursor reaches its new tick (at once if that is not after `now`
+    /// and its bucket is the one being processed), so entries still come out
     /// bucket by bucket in deadline order. Detached entries fire as in
     /// `pop_expired`.
     pub(crate) fn pop_expired_checked(
         &mut self,
         now: u64,
-        mut deadline_of: impl FnMut(Key, u64) -> Option<u64>,
-    ) -> Option<Expired<T>> {
+        mut due: impl FnMut(Key, u64) -> Due,
+    ) -> Option<Popped<T>> {
         loop {
             let key = self.next_due(now)?;
             let entry = &self.entries[key as usize];
             if !entry.is_detached() {
                 let filed = entry.tick();
-                if let Some(tick) = deadline_of(key, filed) {
-                    debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
-                    self.unlink(key);
-                    self.entries[key as usize].set_tick(tick);
-                    self.link(key, tick);
-                    continue;
+                let (tick, rearmed) = match due(key, filed) {
+                    Due::Fire => return Some(Popped::Expired(self.expire(key))),
+                    Due::Refile(tick) => (tick, false),
+                    Due::Rearm(tick) => (tick, true),
+                };
+                debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
+                self.unlink(key);
+                self.entries[key as usize].set_tick(tick);
+                self.link(key, tick);
+                if rearmed {
+                    return Some(Popped::Rearmed);
                 }
+                continue;
             }
-            return Some(self.expire(key));
+            return Some(Popped::Expired(self.expire(key)));
         }
     }
 
@@ -1083,7 +1111,11 @@ mod tests {
         let b = w.insert(3, false, 2);
         let c = w.insert(3, true, 3);
         let mut fired = Vec::new();
-        while let Some(e) = w.pop_expired_checked(3, |k, _| (k == a).then_some(40)) {
+        let due = |k, _| if k == a { Due::Refile(40) } else { Due::Fire };
+        while let Some(popped) = w.pop_expired_checked(3, due) {
+            let Popped::Expired(e) = popped else {
+                panic!("nothing was re-armed");
+            };
             fired.push(e.value);
         }
         fired.sort();
