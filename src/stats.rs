@@ -29,14 +29,16 @@ pub struct Stats {
     /// [`Timer::pending`](crate::Timer::pending).
     pub pending: usize,
     /// Timeouts and tasks that reached their deadline (including those
-    /// created or reset to a deadline already past).
+    /// created or reset to a deadline already past), and interval ticks.
     pub fired: u64,
     /// Timeouts and tasks cancelled while pending: dropped, cancelled by
     /// hand, or drained by [`Timer::stop`](crate::Timer::stop).
     pub cancelled: u64,
     /// Calls to [`Timeout::reset`](crate::Timeout::reset) and
     /// [`Timeout::reset_at`](crate::Timeout::reset_at) on a timeout that was
-    /// not cancelled.
+    /// not cancelled, and re-arms of an [`Interval`](crate::Interval) that
+    /// its task made (a reset, or a tick taken late); the driver's own
+    /// re-arm of an interval as it fires a tick is none.
     pub reset: u64,
     /// Times the driver woke up to turn the wheels: as
     /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
