@@ -102,7 +102,9 @@
 //! | [`Timer::sleep`] | one clock read, no lock (the timeout registers on its first poll; a zero delay never registers) |
 //! | first poll | one uncontended lock, a slab insert and a list push |
 //! | drop / [`Timeout::cancel`] | one lock, a list unlink and a slab remove |
-//! | [`Timeout::reset`] | one clock read, one lock, an unlink and a push |
+//! | [`Timeout::reset`] to a later deadline | one clock read, one compare-and-swap, no lock (the driver re-files the entry when its old deadline comes due) |
+//! | [`Timeout::reset`] to an earlier deadline | one clock read, one lock, an unlink and a push |
+//! | [`Interval::tick`] | one clock read and one compare-and-swap when the tick has come, no lock (the driver re-armed the interval as it fired the tick) |
 //! | expiry | per due entry: an unlink and a wake, outside the lock |
 //! | a turn with nothing due | nothing: the alarm is not armed for it |
 //!

@@ -1049,3 +1049,53 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> &str {
         "<non-string panic payload>"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_chunks_cover_every_key_once_and_grow_by_doubling() {
+        let mut seen = std::collections::HashSet::new();
+        for key in (0..5_000).chain([u32::MAX - 3, u32::MAX - 4]) {
+            let (chunk, i) = Deadlines::locate(key);
+            assert!(chunk < CHUNKS && i < FIRST_CHUNK << chunk, "key {key}");
+            assert!(seen.insert((chunk, i)), "key {key} shares a word");
+        }
+        // The words a million keys need: chunks 0 to 13, 1,048,512 words
+        // (8.39 bytes a key), as the slab's 1,048,576 entries.
+        let table = Deadlines::new();
+        table.slot_or_grow(999_999);
+        let allocated: Vec<usize> = table
+            .chunks
+            .iter()
+            .filter_map(|chunk| chunk.get().map(|words| words.len()))
+            .collect();
+        assert_eq!(allocated, vec![64 << 13], "only the chunk an insert needs");
+        let (last, _) = Deadlines::locate(999_999);
+        let words: usize = (0..=last).map(|c| FIRST_CHUNK << c).sum();
+        assert_eq!(words, 1_048_512);
+    }
+
+    #[test]
+    fn an_extension_needs_linked_my_generation_and_later() {
+        let table = Deadlines::new();
+        let gen = table.insert(7, 100, false);
+        assert!(!table.extend(7, gen + 1, 200), "another generation");
+        assert!(!table.extend(7, gen, 50), "earlier");
+        assert!(!table.extend(7, gen, FAR), "too far for the word");
+        assert!(table.extend(7, gen, 200));
+        assert_eq!(table.tick(7), Some(200));
+        // The driver meets it at 100: re-filed at 200; at 200: fired.
+        let due = |filed| table.due(7, filed, &[], |_| unreachable!());
+        assert_eq!(due(100), Due::Refile(200));
+        assert_eq!(due(200), Due::Fire);
+        assert!(!table.is_linked(7, gen));
+        assert!(!table.extend(7, gen, 300), "fired: no extension lands");
+        // The slot's next entry has the next generation.
+        let next = table.insert(7, 10, false);
+        assert_ne!(next, gen);
+        assert!(!table.extend(7, gen, 300), "a stale handle");
+        assert_eq!(table.tick(7), Some(10));
+    }
+}
