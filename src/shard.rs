@@ -335,7 +335,17 @@ impl Deadlines {
             if state & UNTAKEN == 0 {
                 // Only the driver sets `UNTAKEN`, under the lock; while it is
                 // clear the handle writes the state only under the lock.
-                let after = (state & AFTER_MASK).max(filed + 1).min(FAR - 1);
+                let after = (state & AFTER_MASK).max(filed + 1);
+                if after >= FAR {
+                    // Too far for the word (a period of years): fire it, a
+                    // tick waiting and not re-armed; the task re-arms it
+                    // under the lock when it takes the tick.
+                    slot.store(cur & !LINKED, Ordering::Release);
+                    beat.state
+                        .store(state | UNTAKEN | STALLED, Ordering::Release);
+                    woken(beat.clone());
+                    return Due::Fire;
+                }
                 slot.store((cur & !FAR) | after, Ordering::Release);
                 beat.state.store(state | UNTAKEN, Ordering::Release);
                 woken(beat.clone());

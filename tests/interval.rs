@@ -359,3 +359,22 @@ async fn an_untaken_tick_wakes_once_and_is_not_re_armed() {
         Poll::Ready(start + PERIOD * 22)
     );
 }
+
+/// A period too long for the driver's re-arm (years): the tick still comes,
+/// and the next one is years away, never early.
+#[tokio::test(start_paused = true)]
+async fn a_period_of_years_still_ticks_and_is_never_early() {
+    let timer = Timer::new();
+    let start = Instant::now();
+    let period = Duration::from_secs(86_400 * 365 * 10);
+    let mut t = task::spawn(timer.interval_at(start + ms(5), period));
+    assert_pending!(poll_tick(&mut t));
+    advance(ms(5)).await;
+    assert!(t.is_woken());
+    assert_ready_eq!(poll_tick(&mut t), start + ms(5));
+    assert_pending!(poll_tick(&mut t));
+    advance(Duration::from_secs(86_400 * 365)).await;
+    assert!(!t.is_woken());
+    assert_pending!(poll_tick(&mut t));
+    assert_eq!(timer.pending(), 1);
+}
