@@ -227,6 +227,8 @@ pub mod delay_queue;
 mod driver;
 #[cfg(feature = "tokio")]
 mod error;
+#[cfg(all(test, feature = "tokio"))]
+mod hooks;
 #[cfg(feature = "hyper")]
 mod hyper;
 #[cfg(feature = "tokio")]
