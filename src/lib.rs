@@ -233,6 +233,8 @@ mod hooks;
 mod hyper;
 #[cfg(feature = "tokio")]
 mod interval;
+#[cfg(all(test, feature = "tokio"))]
+mod regressions;
 #[cfg(feature = "tokio")]
 mod shard;
 #[cfg(feature = "tokio")]
