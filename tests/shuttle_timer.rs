@@ -688,17 +688,25 @@ impl Common {
 
     // -- the runtime ----------------------------------------------------
 
-    /// One step of the runtime's timer and scheduler: runs a spawned wake of
-    /// the driver, or rings the alarm if it is due. Returns whether it did
-    /// anything.
-    fn runtime_step(&self) -> bool {
+    /// A worker runs one wake of the driver spawned onto the runtime, if
+    /// there is one; returns whether there was.
+    fn run_spawned(&self) -> bool {
         let spawned = {
             let mut spawned = self.spawned.lock().unwrap();
             let any = *spawned > 0;
             *spawned = spawned.saturating_sub(1);
             any
         };
-        let rings = spawned || {
+        if spawned {
+            self.driver_wake();
+        }
+        spawned
+    }
+
+    /// The runtime's timer rings the alarm if it is due; returns whether it
+    /// did.
+    fn ring(&self) -> bool {
+        let rings = {
             let mut registered = self.registered.lock().unwrap();
             match *registered {
                 Some(tick) if tick <= self.now() => {
@@ -712,6 +720,11 @@ impl Common {
             self.driver_wake();
         }
         rings
+    }
+
+    /// One step of the runtime: a spawned wake, or the alarm if it is due.
+    fn runtime_step(&self) -> bool {
+        self.run_spawned() || self.ring()
     }
 
     /// The runtime at the next tick: everything it has to do.
@@ -1207,6 +1220,15 @@ fn timeouts_race_turns(variant: Variant) {
             c.advance();
         }
     });
+    // Another worker runs the driver's wakes spawned onto the runtime,
+    // racing the timer's own.
+    let c = common.clone();
+    let worker = thread::spawn(move || {
+        for _ in 0..2 {
+            c.run_spawned();
+            thread::yield_now();
+        }
+    });
     // The owner of `first` polls it again and resets it after it fired.
     first.poll();
     first.reset(5);
@@ -1218,6 +1240,7 @@ fn timeouts_race_turns(variant: Variant) {
     left.extend(a.join().unwrap());
     left.extend(b.join().unwrap());
     runtime.join().unwrap();
+    worker.join().unwrap();
     settle(&common, left);
 }
 
@@ -1301,13 +1324,21 @@ fn runtime_shuts_down(variant: Variant) {
     });
     let c = common.clone();
     let runtime = thread::spawn(move || {
-        c.advance();
-        c.advance();
+        for _ in 0..3 {
+            c.advance();
+        }
+    });
+    // The runtime shutting down drops the guard task, on another worker
+    // than the one turning the wheels.
+    let c = common.clone();
+    let shutdown = thread::spawn(move || {
+        thread::yield_now();
         c.shut_down();
     });
     let mut left = user.join().unwrap();
     left.extend(other.join().unwrap());
     runtime.join().unwrap();
+    shutdown.join().unwrap();
     // Stopped: nothing is left in any wheel, resets included.
     for shard in &common.shards {
         assert_eq!(shard.state.lock().wheel.earliest_pending(), None);
