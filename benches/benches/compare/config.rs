@@ -1,5 +1,6 @@
 //! The command line: which workloads run, and at what counts.
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub struct Config {
@@ -24,6 +25,11 @@ pub struct Config {
     pub q_hold: usize,
     pub q_items: usize,
     pub q_expire: usize,
+    /// Where the SVG charts go (`charts`), or `None` to draw none: the
+    /// repository's `docs/charts/` on a full run or with `--charts`, the
+    /// folder of `--charts=DIR`, none on a `--quick` run or with
+    /// `--no-charts`.
+    pub charts: Option<PathBuf>,
 }
 
 /// The value of `--name=value`, if given (and parsable).
@@ -63,6 +69,7 @@ impl Config {
                 q_hold: 200_000,
                 q_items: 20_000,
                 q_expire: 200_000,
+                charts: None,
             }
         } else {
             Config {
@@ -84,6 +91,7 @@ impl Config {
                 q_hold: 1_000_000,
                 q_items: 100_000,
                 q_expire: 1_000_000,
+                charts: None,
             }
         };
         Config {
@@ -91,7 +99,33 @@ impl Config {
             w9_workers: arg("workers").unwrap_or(cfg.w9_workers),
             w9_warmup_ms: arg("warmup-ms").unwrap_or(cfg.w9_warmup_ms),
             w9_window_ms: arg("window-ms").unwrap_or(cfg.w9_window_ms),
+            charts: charts_dir(quick),
             ..cfg
         }
+    }
+}
+
+/// The repository's `docs/charts/`, found from the benches crate's own
+/// folder (a workspace member one level down), so that the charts land in
+/// the same place whatever folder `cargo bench` ran from.
+pub fn default_charts_dir() -> PathBuf {
+    let benches = Path::new(env!("CARGO_MANIFEST_DIR"));
+    benches
+        .parent()
+        .unwrap_or(benches)
+        .join("docs")
+        .join("charts")
+}
+
+fn charts_dir(quick: bool) -> Option<PathBuf> {
+    let flag = |f: &str| std::env::args().any(|a| a == f);
+    if flag("--no-charts") {
+        None
+    } else if let Some(dir) = arg::<PathBuf>("charts") {
+        Some(dir)
+    } else if flag("--charts") || !quick {
+        Some(default_charts_dir())
+    } else {
+        None
     }
 }

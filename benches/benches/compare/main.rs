@@ -8,6 +8,7 @@
 //! cargo bench -p hashwheel-benches --bench compare -- --quick # smaller counts
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W9 --connections=100000 --workers=2
 //! cargo bench -p hashwheel-benches --bench compare -- --only=Q1,Q2,Q3,Q4
+//! cargo bench -p hashwheel-benches --bench compare -- --quick --charts=/tmp/charts
 //! ```
 //!
 //! Timed workloads run their contenders interleaved, `reps` times each, and
@@ -24,6 +25,30 @@
 //! The benches are their own workspace member, built without tokio's
 //! `test-util`, so `tokio::time::Instant::now()` is the OS clock read.
 //!
+//! # Charts
+//!
+//! The run that prints the table also draws it as SVG (`charts`), so the
+//! pictures in BENCHMARKS.md and the README are never drawn by hand:
+//! `w9.svg` (W9 CPU, context switches, lateness p50/p99 against tokio),
+//! `ops.svg` (W1–W3 per operation and W2 bytes per timer against tokio and
+//! tokio-util) and `queue.svg` (Q1–Q4 against tokio-util's `DelayQueue`).
+//!
+//! - A full run (no `--quick`) writes them into the repository's
+//!   `docs/charts/` (found from this crate's `CARGO_MANIFEST_DIR`, whatever
+//!   folder cargo runs from), replacing the committed ones.
+//! - A `--quick` run draws none, so that a quick check never overwrites the
+//!   committed charts with smaller counts; `--charts` makes it write them to
+//!   `docs/charts/` all the same, and `--charts=DIR` (any run) writes them
+//!   into `DIR` instead.
+//! - `--no-charts` draws none, on any run.
+//! - A chart is redrawn only by a run that measured all of its workloads: a
+//!   `--only=W9` run redraws `w9.svg` and leaves `ops.svg` and `queue.svg`
+//!   as they are (`--only=W1` redraws none, since `ops.svg` also needs W2
+//!   and W3). Each chart says which command drew it and when, and its title
+//!   gives the counts (W9's connections and workers).
+//!
+//! # Layout
+//!
 //! One module per workload family, each readable on its own:
 //!
 //! - `ops`: W1 (schedule + cancel), W2 (hold), W3 (reset), W5 (W1 on two
@@ -33,9 +58,11 @@
 //! - `w9`: W9 (heartbeat storm, one child process per contender);
 //! - `queue`: Q1–Q4 (hashwheel's `DelayQueue` against tokio-util's);
 //! - `alloc` (the counting allocator), `common` (clocks, runtimes, helpers),
-//!   `config` (the command line), `report` (the table and its ratios).
+//!   `config` (the command line), `report` (the table and its ratios),
+//!   `charts` (the SVG charts of the same rows).
 
 mod alloc;
+mod charts;
 mod common;
 mod config;
 mod fire;
@@ -141,4 +168,5 @@ fn main() {
     println!();
     println!("ratio = rival / hashwheel (above 1: hashwheel faster or smaller); lower figures are better except the W5 scaling line and the Q4 rate (its ratio is hashwheel / rival).");
     println!("Q rows: the hashwheel column is hashwheel's DelayQueue, the DelayQueue column tokio-util's.");
+    charts::draw_all(&cfg, &rows);
 }

@@ -68,7 +68,8 @@ pub fn w1(cfg: &Config) -> (f64, Row) {
         ours,
         Row::new("W1", "schedule + cancel, ns/pair", ours)
             .tokio(tokio)
-            .dq(dq),
+            .dq(dq)
+            .chart("W1"),
     )
 }
 
@@ -118,10 +119,12 @@ pub fn w2(cfg: &Config) -> Vec<Row> {
     vec![
         Row::new("W2", "hold: ns/insert", ours_ns)
             .tokio(tokio_ns)
-            .dq(dq_ns),
+            .dq(dq_ns)
+            .chart("W2 ns"),
         Row::new("W2", "hold: bytes/timer (heap + handle)", ours_b)
             .tokio(tokio_b)
-            .dq(dq_b),
+            .dq(dq_b)
+            .chart("W2 bytes"),
         Row::new(
             "W2",
             "hold: bytes/timer after Timer::shrink / DelayQueue::shrink_to_fit",
@@ -189,7 +192,10 @@ pub fn w3(cfg: &Config) -> Row {
         assert_eq!(timer.pending(), n);
         (best(&a), best(&b), best(&c))
     });
-    Row::new("W3", "reset, ns/reset", ours).tokio(tokio).dq(dq)
+    Row::new("W3", "reset, ns/reset", ours)
+        .tokio(tokio)
+        .dq(dq)
+        .chart("W3")
 }
 
 // ---------------------------------------------------------------------------

@@ -82,7 +82,9 @@ pub fn q1(cfg: &Config) -> Row {
         }
         (best(&a), best(&b))
     });
-    Row::new("Q1", "keyed queue: insert + remove, ns/pair", ours).dq(theirs)
+    Row::new("Q1", "keyed queue: insert + remove, ns/pair", ours)
+        .dq(theirs)
+        .chart("Q1")
 }
 
 /// Q2 on one queue: ns per insert, bytes per item (heap + key) before and
@@ -112,8 +114,12 @@ pub fn q2(cfg: &Config) -> Vec<Row> {
     let (_, ours_b, ours_shrunk) = ours[0];
     let (_, dq_b, dq_shrunk) = theirs[0];
     vec![
-        Row::new("Q2", "keyed queue hold: ns/insert", ns(&ours)).dq(ns(&theirs)),
-        Row::new("Q2", "keyed queue hold: bytes/item (heap + key)", ours_b).dq(dq_b),
+        Row::new("Q2", "keyed queue hold: ns/insert", ns(&ours))
+            .dq(ns(&theirs))
+            .chart("Q2 ns"),
+        Row::new("Q2", "keyed queue hold: bytes/item (heap + key)", ours_b)
+            .dq(dq_b)
+            .chart("Q2 bytes"),
         Row::new(
             "Q2",
             "keyed queue hold: bytes/item after shrink_to_fit",
@@ -149,7 +155,9 @@ pub fn q3(cfg: &Config) -> Row {
         assert_eq!(hw.len(), n);
         (best(&a), best(&b))
     });
-    Row::new("Q3", "keyed queue: reset, ns/reset", ours).dq(theirs)
+    Row::new("Q3", "keyed queue: reset, ns/reset", ours)
+        .dq(theirs)
+        .chart("Q3")
 }
 
 /// Inserts `n` items due evenly over one second from `base`, each holding
@@ -228,7 +236,8 @@ pub fn q4(cfg: &Config) -> Vec<Row> {
         )
         .dq(rate(best(&b)))
         .places(2)
-        .rate(),
+        .rate()
+        .chart("Q4 rate"),
         Row::new(
             "Q4",
             "keyed queue expire, real time: items early (must be 0)",

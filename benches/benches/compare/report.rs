@@ -9,13 +9,15 @@ use tokio::time::Instant;
 pub struct Row {
     id: &'static str,
     figure: String,
-    ours: f64,
-    tokio: Option<f64>,
-    delay_queue: Option<f64>,
+    pub ours: f64,
+    pub tokio: Option<f64>,
+    pub delay_queue: Option<f64>,
     /// Decimal places to print.
     places: usize,
     /// Higher figures are better (a rate): the ratio is `hashwheel / rival`.
     rate: bool,
+    /// The key a chart finds this figure by (`charts`), if one draws it.
+    pub chart: Option<&'static str>,
 }
 
 impl Row {
@@ -28,6 +30,7 @@ impl Row {
             delay_queue: None,
             places: 1,
             rate: false,
+            chart: None,
         }
     }
 
@@ -48,6 +51,12 @@ impl Row {
 
     pub fn rate(mut self) -> Row {
         self.rate = true;
+        self
+    }
+
+    /// Draws this figure in a chart, under `key` (see `charts`).
+    pub fn chart(mut self, key: &'static str) -> Row {
+        self.chart = Some(key);
         self
     }
 
@@ -73,6 +82,7 @@ impl Row {
         );
     }
 }
+
 /// Floors: what one clock read and one uncontended lock cost in this run.
 pub fn floors(n: usize) -> Vec<(&'static str, f64)> {
     let time = |f: &dyn Fn()| {

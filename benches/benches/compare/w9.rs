@@ -276,10 +276,10 @@ pub fn w9(cfg: &Config) -> Vec<Row> {
     };
     let per_conn = |v: &[(String, f64)]| (get(v, "rss") - get(v, "rss_base")) / n as f64;
     vec![
-        row("CPU ms/s", "cpu_ms_s", 1.0, 1),
-        row("context switches/s", "csw_s", 1.0, 0),
-        row("lateness p50, ms", "p50_us", 1e-3, 3),
-        row("lateness p99, ms", "p99_us", 1e-3, 3),
+        row("CPU ms/s", "cpu_ms_s", 1.0, 1).chart("W9 cpu"),
+        row("context switches/s", "csw_s", 1.0, 0).chart("W9 csw"),
+        row("lateness p50, ms", "p50_us", 1e-3, 3).chart("W9 p50"),
+        row("lateness p99, ms", "p99_us", 1e-3, 3).chart("W9 p99"),
         row("lateness max, ms", "max_us", 1e-3, 3),
         row("lateness min (≥ 0: never early), ms", "min_us", 1e-3, 3),
         row("RSS, MiB", "rss", 1.0 / (1024.0 * 1024.0), 1),
