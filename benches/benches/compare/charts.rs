@@ -104,7 +104,7 @@ fn groups(rows: &[Row], contenders: &[Contender], picks: &[Pick]) -> Option<Vec<
 /// be written is reported, and the run goes on.
 pub fn draw_all(cfg: &Config, rows: &[Row]) {
     let Some(dir) = &cfg.charts else {
-        eprintln!("charts: none drawn (a --quick run draws them only with --charts)");
+        eprintln!("charts: none drawn (--no-charts, or a --quick run without --charts)");
         return;
     };
     if let Err(e) = std::fs::create_dir_all(dir) {

@@ -27,8 +27,8 @@ pub struct Config {
     pub q_expire: usize,
     /// Where the SVG charts go (`charts`), or `None` to draw none: the
     /// repository's `docs/charts/` on a full run or with `--charts`, the
-    /// folder of `--charts=DIR`, none on a `--quick` run or with
-    /// `--no-charts`.
+    /// folder of `--charts=DIR` (relative to the repository's root), none
+    /// on a `--quick` run or with `--no-charts`.
     pub charts: Option<PathBuf>,
 }
 
@@ -108,13 +108,14 @@ impl Config {
 /// The repository's `docs/charts/`, found from the benches crate's own
 /// folder (a workspace member one level down), so that the charts land in
 /// the same place whatever folder `cargo bench` ran from.
-pub fn default_charts_dir() -> PathBuf {
+fn default_charts_dir() -> PathBuf {
+    repository().join("docs").join("charts")
+}
+
+/// The repository's root: the parent of this crate's folder.
+fn repository() -> PathBuf {
     let benches = Path::new(env!("CARGO_MANIFEST_DIR"));
-    benches
-        .parent()
-        .unwrap_or(benches)
-        .join("docs")
-        .join("charts")
+    benches.parent().unwrap_or(benches).to_path_buf()
 }
 
 fn charts_dir(quick: bool) -> Option<PathBuf> {
@@ -122,7 +123,9 @@ fn charts_dir(quick: bool) -> Option<PathBuf> {
     if flag("--no-charts") {
         None
     } else if let Some(dir) = arg::<PathBuf>("charts") {
-        Some(dir)
+        // Relative to the repository's root, not to `benches/` where cargo
+        // runs the bench.
+        Some(repository().join(dir))
     } else if flag("--charts") || !quick {
         Some(default_charts_dir())
     } else {

@@ -39,7 +39,8 @@
 //! - A `--quick` run draws none, so that a quick check never overwrites the
 //!   committed charts with smaller counts; `--charts` makes it write them to
 //!   `docs/charts/` all the same, and `--charts=DIR` (any run) writes them
-//!   into `DIR` instead.
+//!   into `DIR` instead (a relative `DIR` is taken from the repository's
+//!   root, not from `benches/`, where cargo runs the bench).
 //! - `--no-charts` draws none, on any run.
 //! - A chart is redrawn only by a run that measured all of its workloads: a
 //!   `--only=W9` run redraws `w9.svg` and leaves `ops.svg` and `queue.svg`
