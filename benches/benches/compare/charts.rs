@@ -19,7 +19,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::config::Config;
+use crate::config::{repository, Config};
 use crate::report::Row;
 
 type Error = Box<dyn std::error::Error>;
@@ -111,7 +111,7 @@ pub fn draw_all(cfg: &Config, rows: &[Row]) {
         eprintln!("charts: cannot create {}: {e}", dir.display());
         return;
     }
-    let run = run_note(cfg);
+    let run = run_note();
     let ratio_note =
         "Lower is better. On a rival's bar: its figure ÷ hashwheel's (above 1×: hashwheel is cheaper).";
 
@@ -194,9 +194,12 @@ pub fn draw_all(cfg: &Config, rows: &[Row]) {
         cfg.w9_workers
     );
     let notes = [
-        "Each connection: a 1 s heartbeat interval and a 30 s idle timeout pushed back on every beat; \
-         each contender in a child process of its own."
-            .to_string(),
+        format!(
+            "Each connection: a 1 s heartbeat interval and a 30 s idle timeout pushed back on every beat. \
+             Each contender in a child process of its own, measured over {} s after {} s of warm-up.",
+            cfg.w9_window_ms as f64 / 1e3,
+            cfg.w9_warmup_ms as f64 / 1e3
+        ),
         ratio_note.to_string(),
         run.clone(),
     ];
@@ -339,26 +342,57 @@ fn write(
 }
 
 /// The last line of every chart's notes: when and how the run was made.
-fn run_note(cfg: &Config) -> String {
+fn run_note() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (y, m, d) = civil_date(secs / 86_400);
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let only = cfg
-        .only
-        .as_deref()
-        .map_or(String::new(), |o| format!(" --only={o}"));
-    let quick = if cfg.quick { " --quick" } else { "" };
-    let args = format!("{quick}{only}");
+    // The command line as typed after `--` (cargo adds `--bench`).
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let args = if args.is_empty() {
+        String::new()
+    } else {
+        format!(" -- {}", args.join(" "))
+    };
+    let code = code_version().map_or(String::new(), |v| format!(" on {v}"));
     format!(
-        "Drawn by cargo bench -p hashwheel-benches --bench compare{}, {y:04}-{m:02}-{d:02}, {cpus} CPUs.",
-        if args.is_empty() {
-            String::new()
-        } else {
-            format!(" --{args}")
-        }
+        "Drawn by cargo bench -p hashwheel-benches --bench compare{args}{code}, \
+         {y:04}-{m:02}-{d:02}, {cpus} CPUs."
     )
+}
+
+/// The commit the measured code is at, `+` local changes if the work tree
+/// differs from it (the charts themselves aside); `None` without git.
+fn code_version() -> Option<String> {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repository())
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short", "HEAD"])?;
+    let changes = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ".",
+        ":(exclude)docs/charts",
+    ])?;
+    Some(if changes.is_empty() {
+        format!("commit {commit}")
+    } else {
+        format!("commit {commit} + local changes")
+    })
 }
 
 /// Year, month, day of a count of days since 1970-01-01 (proleptic

@@ -113,7 +113,7 @@ fn default_charts_dir() -> PathBuf {
 }
 
 /// The repository's root: the parent of this crate's folder.
-fn repository() -> PathBuf {
+pub fn repository() -> PathBuf {
     let benches = Path::new(env!("CARGO_MANIFEST_DIR"));
     benches.parent().unwrap_or(benches).to_path_buf()
 }
