@@ -42,6 +42,26 @@ struct Contender {
 const HASHWHEEL: RGBColor = RGBColor(31, 119, 180);
 const TOKIO: RGBColor = RGBColor(230, 120, 20);
 const TOKIO_UTIL: RGBColor = RGBColor(70, 150, 70);
+const HASHWHEEL_TIMER: Contender = Contender {
+    name: "hashwheel",
+    color: HASHWHEEL,
+    column: Column::Ours,
+};
+const HASHWHEEL_QUEUE: Contender = Contender {
+    name: "hashwheel::DelayQueue",
+    color: HASHWHEEL,
+    column: Column::Ours,
+};
+const TOKIO_TIME: Contender = Contender {
+    name: "tokio::time",
+    color: TOKIO,
+    column: Column::Tokio,
+};
+const TOKIO_UTIL_QUEUE: Contender = Contender {
+    name: "tokio-util DelayQueue",
+    color: TOKIO_UTIL,
+    column: Column::DelayQueue,
+};
 const INK: RGBColor = RGBColor(40, 40, 40);
 const GREY: RGBColor = RGBColor(90, 90, 90);
 
@@ -115,47 +135,9 @@ pub fn draw_all(cfg: &Config, rows: &[Row]) {
     let ratio_note =
         "Lower is better. On a rival's bar: its figure ÷ hashwheel's (above 1×: hashwheel is cheaper).";
 
-    let duo = [
-        Contender {
-            name: "hashwheel",
-            color: HASHWHEEL,
-            column: Column::Ours,
-        },
-        Contender {
-            name: "tokio::time",
-            color: TOKIO,
-            column: Column::Tokio,
-        },
-    ];
-    let trio = [
-        Contender {
-            name: "hashwheel",
-            color: HASHWHEEL,
-            column: Column::Ours,
-        },
-        Contender {
-            name: "tokio::time",
-            color: TOKIO,
-            column: Column::Tokio,
-        },
-        Contender {
-            name: "tokio-util DelayQueue",
-            color: TOKIO_UTIL,
-            column: Column::DelayQueue,
-        },
-    ];
-    let queues = [
-        Contender {
-            name: "hashwheel::DelayQueue",
-            color: HASHWHEEL,
-            column: Column::Ours,
-        },
-        Contender {
-            name: "tokio-util DelayQueue",
-            color: TOKIO_UTIL,
-            column: Column::DelayQueue,
-        },
-    ];
+    let duo = [HASHWHEEL_TIMER, TOKIO_TIME];
+    let trio = [HASHWHEEL_TIMER, TOKIO_TIME, TOKIO_UTIL_QUEUE];
+    let queues = [HASHWHEEL_QUEUE, TOKIO_UTIL_QUEUE];
 
     // W9: the heartbeat storm.
     let w9 = (|| {
