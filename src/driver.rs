@@ -25,6 +25,7 @@
 //! it). An alarm whose tick has already passed completes at once and turns
 //! again.
 
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -133,13 +134,31 @@ impl Wake for Driver {
             }
         }
         let mut batch = Vec::with_capacity(BATCH);
+        // This runs inside the runtime's timer processing, on a worker and
+        // outside any task: a panic unwinding from here would abort a
+        // debug build of tokio ("worker thread panicking; aborting
+        // process") and take a worker down in a release build. None is
+        // expected (user callbacks and wakers are contained where they
+        // run); if one comes all the same, the timer stops with a reason
+        // that every pending timeout reports, instead of the process dying.
+        let turned = catch_unwind(AssertUnwindSafe(|| self.turn_loop(&common, &mut batch)));
+        if let Err(panic) = turned {
+            self.contain_panic(&common, &mut batch, &*panic);
+        }
+    }
+}
+
+impl Driver {
+    /// Turns until no wake came during the last turn; the caller holds the
+    /// turn (`turn_state` is not `IDLE`).
+    fn turn_loop(&self, common: &Common, batch: &mut Vec<Fired>) {
         loop {
             if common.is_stopped() {
                 // The alarm is gone; nothing may poll it any more.
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 return;
             }
-            let target = self.turn_once(&common, &mut batch);
+            let target = self.turn_once(common, batch);
             if common
                 .turn_state
                 .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
@@ -156,12 +175,45 @@ impl Wake for Driver {
             common.turn_state.store(TURNING, Ordering::SeqCst);
         }
     }
-}
 
-impl Driver {
+    /// A turn panicked: completes what it had taken out of the wheels, then
+    /// stops the timer, which completes everything still pending with the
+    /// reason [`StopReason::DriverPanicked`].
+    fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
+        tracing::error!(
+            panic = panic_message(panic),
+            "hashwheel: the timer's driver panicked; stopping the timer"
+        );
+        // Taken out under a lock and not yet woken or run: nobody else will.
+        for fired in batch.drain(..) {
+            match fired {
+                Fired::Waker(waker) => wake(waker),
+                Fired::Task(task) => run_task(&task),
+                Fired::Beat(beat) => {
+                    if let Some(waker) = beat.waker.take() {
+                        wake(waker);
+                    }
+                }
+            }
+        }
+        let stopped = catch_unwind(AssertUnwindSafe(|| {
+            stop(
+                common,
+                self.shards.iter().filter_map(Weak::upgrade),
+                StopReason::DriverPanicked,
+            );
+        }));
+        if stopped.is_err() {
+            tracing::error!("hashwheel: stopping the timer after a driver panic panicked too");
+        }
+        common.turn_state.store(IDLE, Ordering::SeqCst);
+    }
+
     /// One turn: expires what is due, re-arms the alarm. Returns the tick it
     /// armed for.
     fn turn_once(&self, common: &Common, batch: &mut Vec<Fired>) -> u64 {
+        #[cfg(test)]
+        crate::hooks::in_turn(common);
         let now = common.now_tick();
         let armed = {
             let mut alarm = lock(&common.alarm);
@@ -302,11 +354,21 @@ impl Drop for StopOnDrop {
             tracing::debug!(why = "timer stopped", "hashwheel: driver ended");
         } else {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            stop(
-                &common,
-                self.1.iter().filter_map(Weak::upgrade),
-                StopReason::RuntimeShutDown,
-            );
+            // The runtime drops this while it shuts down: a panic must not
+            // unwind into it (a panic in a drop during unwinding aborts).
+            let stopped = catch_unwind(AssertUnwindSafe(|| {
+                stop(
+                    &common,
+                    self.1.iter().filter_map(Weak::upgrade),
+                    StopReason::RuntimeShutDown,
+                );
+            }));
+            if let Err(panic) = stopped {
+                tracing::error!(
+                    panic = panic_message(&*panic),
+                    "hashwheel: stopping the timer at runtime shutdown panicked"
+                );
+            }
         }
     }
 }

@@ -229,10 +229,14 @@ pub mod delay_queue;
 mod driver;
 #[cfg(feature = "tokio")]
 mod error;
+#[cfg(all(test, feature = "tokio"))]
+mod hooks;
 #[cfg(feature = "hyper")]
 mod hyper;
 #[cfg(feature = "tokio")]
 mod interval;
+#[cfg(all(test, feature = "tokio"))]
+mod regressions;
 #[cfg(feature = "tokio")]
 mod shard;
 #[cfg(feature = "tokio")]

@@ -680,6 +680,7 @@ impl Common {
         match self.stopped.load(Ordering::Acquire) {
             RUNNING => None,
             STOPPED => Some(StopReason::Stopped),
+            DRIVER_PANICKED => Some(StopReason::DriverPanicked),
             _ => Some(StopReason::RuntimeShutDown),
         }
     }
@@ -781,7 +782,11 @@ impl Common {
         }
         let released = {
             let mut keep = self.lock_keep_alive();
-            keep.0 -= n;
+            // Each task takes the count before it enters the wheel and gives
+            // it back once, under its shard's lock, when it leaves it (run,
+            // cancelled or drained by `stop`), so this cannot go below zero.
+            debug_assert!(keep.0 >= n, "task keep-alive count released twice");
+            keep.0 = keep.0.saturating_sub(n);
             if keep.0 == 0 {
                 keep.1.take()
             } else {
@@ -790,6 +795,13 @@ impl Common {
         };
         // May be the last reference: dropped outside the lock.
         drop(released);
+    }
+
+    /// Pending scheduled tasks, as counted for the keep-alive reference.
+    #[cfg(test)]
+    pub(crate) fn tasks_kept(&self) -> (usize, bool) {
+        let keep = self.lock_keep_alive();
+        (keep.0, keep.1.is_some())
     }
 
     fn lock_keep_alive(&self) -> MutexGuard<'_, (usize, Option<Arc<Shared>>)> {
@@ -893,6 +905,7 @@ pub(crate) fn stop(
     let stopped = match reason {
         StopReason::Stopped => STOPPED,
         StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
+        StopReason::DriverPanicked => DRIVER_PANICKED,
     };
     if common
         .stopped
@@ -966,6 +979,8 @@ const RUNNING: u8 = 0;
 const STOPPED: u8 = 1;
 /// Stopped because the runtime that ran the driver shut down.
 const RUNTIME_SHUT_DOWN: u8 = 2;
+/// Stopped because the driver panicked (see `driver`).
+const DRIVER_PANICKED: u8 = 3;
 
 /// An instant about 30 years out, as tokio uses for "never".
 pub(crate) fn far_future(from: Instant) -> Instant {

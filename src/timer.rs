@@ -61,7 +61,7 @@ pub(crate) const MAX_SHARDS: usize = 1 << 16;
 /// ```
 #[derive(Clone)]
 pub struct Timer {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// Configures a [`Timer`].
@@ -427,11 +427,16 @@ impl Timer {
         let deadline = deadline.unwrap_or_else(|| far_future(now));
         let shard = self.shared.current_shard();
         self.shared.acquire(shard)?;
+        // The keep-alive count is taken before the task is in the wheel: from
+        // the moment the lock is released, the driver may run it, or `stop`
+        // or a handle cancel it, and each of those releases the count.
+        self.shared.task_added();
         let inner = {
             let mut state = self.shared.lock(shard);
             if let Some(reason) = self.shared.common.stop_reason() {
                 drop(state);
                 self.shared.release(shard, 1);
+                self.shared.tasks_done(1);
                 return Err(Error::stopped(reason));
             }
             let key = state.wheel.vacant_key();
@@ -447,7 +452,8 @@ impl Timer {
             state.tasks.insert(key, inner.clone());
             inner
         };
-        self.shared.task_added();
+        #[cfg(test)]
+        crate::hooks::after_schedule_insert(&self.shared);
         self.shared.note_deadline(tick);
         Ok(TaskHandle::new(inner))
     }
