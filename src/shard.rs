@@ -191,8 +191,10 @@ pub(crate) fn linked_word(gen: u64, tick: u64) -> u64 {
     LINKED | (gen << GEN_SHIFT) | tick.min(FAR)
 }
 
-/// Slots in the first chunk of a [`Deadlines`] table; chunk `i` holds
-/// `FIRST << i`, so the table grows by doubling as the slab does.
+/// Slots in the first chunk of a [`Deadlines`] table (keys below it); chunk
+/// `i > 0` holds the keys from `FIRST_CHUNK << (i - 1)` up to twice that,
+/// so the table for keys below a power of two is that many words: it grows
+/// by doubling in step with the slab.
 const FIRST_CHUNK: usize = 64;
 /// Chunks enough for every key (`u32`).
 const CHUNKS: usize = 27;
@@ -214,16 +216,31 @@ impl Deadlines {
 
     /// The chunk and the index in it of `key`.
     fn locate(key: Key) -> (usize, usize) {
-        let k = key as usize + FIRST_CHUNK;
+        let k = key as usize;
+        if k < FIRST_CHUNK {
+            return (0, k);
+        }
         let top = (usize::BITS - 1 - k.leading_zeros()) as usize;
-        (top - FIRST_CHUNK.trailing_zeros() as usize, k - (1 << top))
+        (
+            top + 1 - FIRST_CHUNK.trailing_zeros() as usize,
+            k - (1 << top),
+        )
+    }
+
+    /// The words in chunk `chunk`.
+    fn chunk_len(chunk: usize) -> usize {
+        if chunk == 0 {
+            FIRST_CHUNK
+        } else {
+            FIRST_CHUNK << (chunk - 1)
+        }
     }
 
     /// The word of `key`, allocating its chunk if need be (under the lock).
     pub(crate) fn slot_or_grow(&self, key: Key) -> &AtomicU64 {
         let (chunk, i) = Self::locate(key);
         &self.chunks[chunk].get_or_init(|| {
-            (0..FIRST_CHUNK << chunk)
+            (0..Self::chunk_len(chunk))
                 .map(|_| AtomicU64::new(0))
                 .collect()
         })[i]
@@ -1084,11 +1101,19 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for key in (0..5_000).chain([u32::MAX - 3, u32::MAX - 4]) {
             let (chunk, i) = Deadlines::locate(key);
-            assert!(chunk < CHUNKS && i < FIRST_CHUNK << chunk, "key {key}");
+            assert!(
+                chunk < CHUNKS && i < Deadlines::chunk_len(chunk),
+                "key {key}"
+            );
             assert!(seen.insert((chunk, i)), "key {key} shares a word");
         }
-        // The words a million keys need: chunks 0 to 13, 1,048,512 words
-        // (8.39 bytes a key), as the slab's 1,048,576 entries.
+        // Keys below a power of two take that many words, as the slab's
+        // capacity: a million keys, 1,048,576 words (8.4 bytes a key).
+        for (keys, words) in [(1 << 18, 1 << 18), (1_000_000, 1 << 20), (64, 64)] {
+            let (last, _) = Deadlines::locate(keys - 1);
+            let total: usize = (0..=last).map(Deadlines::chunk_len).sum();
+            assert_eq!(total, words, "{keys} keys");
+        }
         let table = Deadlines::new();
         table.slot_or_grow(999_999);
         let allocated: Vec<usize> = table
@@ -1096,10 +1121,7 @@ mod tests {
             .iter()
             .filter_map(|chunk| chunk.get().map(|words| words.len()))
             .collect();
-        assert_eq!(allocated, vec![64 << 13], "only the chunk an insert needs");
-        let (last, _) = Deadlines::locate(999_999);
-        let words: usize = (0..=last).map(|c| FIRST_CHUNK << c).sum();
-        assert_eq!(words, 1_048_512);
+        assert_eq!(allocated, vec![1 << 19], "only the chunk an insert needs");
     }
 
     #[test]
