@@ -25,7 +25,6 @@
 //! it). An alarm whose tick has already passed completes at once and turns
 //! again.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
@@ -35,9 +34,10 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use crate::error::StopReason;
+use crate::executor::{TaskExecutor, TaskRunner};
 use crate::shard::{
-    far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
-    TaskInner, AGAIN, IDLE, TURNING,
+    far_future, lock, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared, TaskInner,
+    AGAIN, IDLE, TURNING,
 };
 use crate::wheel::raw::NEVER;
 
@@ -60,9 +60,9 @@ enum Fired {
 }
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
-/// its guard task. The runtime must have a time driver (checked by
-/// [`Builder::build`](crate::Builder::build)).
-pub(crate) fn start(handle: &Handle, shared: &Shared) {
+/// its guard task. Due callbacks go to `executor`. The runtime must have a
+/// time driver (checked by [`Builder::build`](crate::Builder::build)).
+pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
@@ -74,6 +74,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared) {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
         lag_warn_ticks: (LAG_WARN.as_micros() as u64) / common.tick_us,
+        runner: executor.bind(handle.clone()),
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
@@ -101,6 +102,8 @@ struct Driver {
     common: Weak<Common>,
     shards: Box<[Weak<Shard>]>,
     lag_warn_ticks: u64,
+    /// Where due callbacks run.
+    runner: TaskRunner,
 }
 
 impl Wake for Driver {
@@ -178,7 +181,7 @@ impl Driver {
                 tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
             }
         }
-        let (next, expired) = turn(common, &self.shards, now, batch);
+        let (next, expired) = turn(common, &self.shards, &self.runner, now, batch);
         let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
         tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
         // Under load, batch: after a turn that expired many timeouts the
@@ -199,11 +202,18 @@ impl Driver {
 }
 
 /// Expires everything due at or before `now` on every live shard, in
-/// batches, waking outside the lock. Returns the earliest tick with work
-/// left.
-fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired>) -> (u64, usize) {
+/// batches, waking (and handing callbacks to `runner`) outside the lock.
+/// Returns the earliest tick with work left.
+fn turn(
+    common: &Common,
+    shards: &[Weak<Shard>],
+    runner: &TaskRunner,
+    now: u64,
+    batch: &mut Vec<Fired>,
+) -> (u64, usize) {
     let mut next = u64::MAX;
     let mut total = 0;
+    let mut spawned = 0;
     for (index, shard) in shards.iter().enumerate() {
         let Some(shard) = shard.upgrade() else {
             continue;
@@ -241,7 +251,7 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             for fired in batch.drain(..) {
                 match fired {
                     Fired::Waker(waker) => wake(waker),
-                    Fired::Task(task) => run_task(&task),
+                    Fired::Task(task) => spawned += usize::from(runner.run(&task)),
                 }
             }
             if let Some(shard_next) = shard_next {
@@ -250,19 +260,8 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             }
         }
     }
+    runner.turned(spawned);
     (next, total)
-}
-
-fn run_task(task: &TaskInner) {
-    let Some(callback) = task.take_task() else {
-        return;
-    };
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(callback)) {
-        tracing::warn!(
-            panic = panic_message(&*panic),
-            "hashwheel: a scheduled task panicked"
-        );
-    }
 }
 
 /// Stops the timer when dropped, unless it already ended.

@@ -227,6 +227,8 @@ pub mod delay_queue;
 mod driver;
 #[cfg(feature = "tokio")]
 mod error;
+#[cfg(feature = "tokio")]
+mod executor;
 #[cfg(feature = "hyper")]
 mod hyper;
 #[cfg(feature = "tokio")]
@@ -252,6 +254,8 @@ pub mod wheel;
 pub use delay_queue::DelayQueue;
 #[cfg(feature = "tokio")]
 pub use error::{Elapsed, Error};
+#[cfg(feature = "tokio")]
+pub use executor::TaskExecutor;
 #[cfg(feature = "tokio")]
 pub use interval::{Interval, MissedTickBehavior};
 #[cfg(feature = "tokio")]
