@@ -10,6 +10,11 @@
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
 //! it earlier itself (see [`Common::note_deadline`]).
 //!
+//! Due `schedule` callbacks go to the timer's
+//! [`TaskExecutor`](crate::TaskExecutor) (see `executor.rs`): spawned as
+//! tasks by default, so that no user code runs here unless the user asked
+//! for it ([`TaskExecutor::driver`](crate::TaskExecutor::driver)).
+//!
 //! A small guard task does nothing but wait: the runtime drops it when it
 //! shuts down, and the guard then stops the timer so that no timeout hangs.
 //!
