@@ -40,6 +40,7 @@ use tokio::sync::Notify;
 
 use crate::error::StopReason;
 use crate::executor::{TaskExecutor, TaskRunner};
+use crate::live::LiveTimer;
 use crate::shard::{
     far_future, lock, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared, TaskInner,
     AGAIN, IDLE, TURNING,
@@ -86,6 +87,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
         waker: Waker::from(driver),
         handle: handle.clone(),
         armed: u64::MAX,
+        _live: LiveTimer::new(handle.id()),
     });
     // The guard exists from here on, not from the task's first poll: a
     // runtime may shut down before it ever polls the task.

@@ -219,7 +219,12 @@
 //! If the runtime that runs the driver shuts down, the timer stops the same
 //! way, so no timeout hangs, and for good: build one `Timer` per runtime (a
 //! `static` `Timer` shared by several `#[tokio::test]`s, each with a runtime
-//! of its own, stops with the first; later calls panic saying so). A
+//! of its own, stops with the first; later calls panic saying so), and
+//! share it: not one per connection or request, since each `Timer` has its
+//! own wheels, driver and runtime timer, where clones are cheap and share
+//! them. As Netty does, the 65th live `Timer` of one runtime logs a
+//! `tracing::warn!`, once per process (a timer counts until it stops or its
+//! last handle, timeout and pending task is gone; clones count once). A
 //! [`Timer::timeout`] cut short by a stop fails with an [`Elapsed`] whose
 //! [`is_timer_stopped`](Elapsed::is_timer_stopped) is true. The driver also
 //! ends by itself when every [`Timer`], [`Timeout`] and pending task is
@@ -262,6 +267,8 @@ mod executor;
 mod hyper;
 #[cfg(feature = "tokio")]
 mod interval;
+#[cfg(feature = "tokio")]
+mod live;
 #[cfg(feature = "tokio")]
 mod shard;
 #[cfg(feature = "tokio")]

@@ -114,6 +114,15 @@ impl Timer {
     /// shared by several `#[tokio::test]`s, each with its own runtime, stops
     /// with the first).
     ///
+    /// And not one per connection or request: each `Timer` has its own
+    /// wheels, driver, runtime timer and guard task, where clones are cheap
+    /// and share them. As Netty does, the 65th live `Timer` of one runtime
+    /// logs a `tracing::warn!` naming the fix, once per process. A timer
+    /// counts from [`Builder::build`] (or `new`) until it stops (by
+    /// [`stop`](Timer::stop) or the shutdown of its runtime) or until its
+    /// last `Timer` clone, [`Timeout`], [`Interval`] and pending task is
+    /// gone, whichever comes first; clones count once.
+    ///
     /// # Panics
     ///
     /// Outside a tokio runtime, or on a runtime without a time driver (built
@@ -976,6 +985,9 @@ impl Builder {
     }
 
     /// Builds the timer and spawns its driver.
+    ///
+    /// The 65th live timer of one runtime logs a `tracing::warn!`, once per
+    /// process: share one `Timer` per runtime (see [`Timer::new`]).
     ///
     /// # Errors
     ///
