@@ -10,6 +10,11 @@
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
 //! it earlier itself (see [`Common::note_deadline`]).
 //!
+//! Due `schedule` callbacks go to the timer's
+//! [`TaskExecutor`](crate::TaskExecutor) (see `executor.rs`): spawned as
+//! tasks by default, so that no user code runs here unless the user asked
+//! for it ([`TaskExecutor::driver`](crate::TaskExecutor::driver)).
+//!
 //! A small guard task does nothing but wait: the runtime drops it when it
 //! shuts down, and the guard then stops the timer so that no timeout hangs.
 //!
@@ -36,6 +41,8 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use crate::error::StopReason;
+use crate::executor::{TaskExecutor, TaskRunner};
+use crate::live::LiveTimer;
 use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Beat, Common, Shard,
     Shared, TaskInner, AGAIN, IDLE, TURNING,
@@ -63,9 +70,9 @@ enum Fired {
 }
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
-/// its guard task. The runtime must have a time driver (checked by
-/// [`Builder::build`](crate::Builder::build)).
-pub(crate) fn start(handle: &Handle, shared: &Shared) {
+/// its guard task. Due callbacks go to `executor`. The runtime must have a
+/// time driver (checked by [`Builder::build`](crate::Builder::build)).
+pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
@@ -77,12 +84,14 @@ pub(crate) fn start(handle: &Handle, shared: &Shared) {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
         lag_warn_ticks: (LAG_WARN.as_micros() as u64) / common.tick_us,
+        runner: executor.bind(handle.clone()),
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
         waker: Waker::from(driver),
         handle: handle.clone(),
         armed: u64::MAX,
+        _live: LiveTimer::new(handle.id()),
     });
     // The guard exists from here on, not from the task's first poll: a
     // runtime may shut down before it ever polls the task.
@@ -104,6 +113,8 @@ struct Driver {
     common: Weak<Common>,
     shards: Box<[Weak<Shard>]>,
     lag_warn_ticks: u64,
+    /// Where due callbacks run.
+    runner: TaskRunner,
 }
 
 impl Wake for Driver {
@@ -185,10 +196,11 @@ impl Driver {
             "hashwheel: the timer's driver panicked; stopping the timer"
         );
         // Taken out under a lock and not yet woken or run: nobody else will.
+        let mut spawned = 0;
         for fired in batch.drain(..) {
             match fired {
                 Fired::Waker(waker) => wake(waker),
-                Fired::Task(task) => run_task(&task),
+                Fired::Task(task) => spawned += usize::from(self.runner.run(&task)),
                 Fired::Beat(beat) => {
                     if let Some(waker) = beat.waker.take() {
                         wake(waker);
@@ -196,6 +208,7 @@ impl Driver {
                 }
             }
         }
+        self.runner.turned(spawned);
         let stopped = catch_unwind(AssertUnwindSafe(|| {
             stop(
                 common,
@@ -232,7 +245,7 @@ impl Driver {
                 tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
             }
         }
-        let (next, expired) = turn(common, &self.shards, now, batch);
+        let (next, expired) = turn(common, &self.shards, &self.runner, now, batch);
         let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
         tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
         // Under load, batch: after a turn that expired many timeouts the
@@ -253,11 +266,18 @@ impl Driver {
 }
 
 /// Expires everything due at or before `now` on every live shard, in
-/// batches, waking outside the lock. Returns the earliest tick with work
-/// left.
-fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired>) -> (u64, usize) {
+/// batches, waking (and handing callbacks to `runner`) outside the lock.
+/// Returns the earliest tick with work left.
+fn turn(
+    common: &Common,
+    shards: &[Weak<Shard>],
+    runner: &TaskRunner,
+    now: u64,
+    batch: &mut Vec<Fired>,
+) -> (u64, usize) {
     let mut next = u64::MAX;
     let mut total = 0;
+    let mut spawned = 0;
     for (index, shard) in shards.iter().enumerate() {
         let Some(shard) = shard.upgrade() else {
             continue;
@@ -311,7 +331,7 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             for fired in batch.drain(..) {
                 match fired {
                     Fired::Waker(waker) => wake(waker),
-                    Fired::Task(task) => run_task(&task),
+                    Fired::Task(task) => spawned += usize::from(runner.run(&task)),
                     Fired::Beat(beat) => {
                         if let Some(waker) = beat.waker.take() {
                             wake(waker);
@@ -325,19 +345,8 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             }
         }
     }
+    runner.turned(spawned);
     (next, total)
-}
-
-fn run_task(task: &TaskInner) {
-    let Some(callback) = task.take_task() else {
-        return;
-    };
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(callback)) {
-        tracing::warn!(
-            panic = panic_message(&*panic),
-            "hashwheel: a scheduled task panicked"
-        );
-    }
 }
 
 /// Stops the timer when dropped, unless it already ended.

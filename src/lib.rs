@@ -26,7 +26,7 @@
 //! let res = timer.timeout(Duration::from_millis(50), async { 42 }).await;
 //! assert_eq!(res, Ok(42));
 //!
-//! // Netty-style callbacks, run by the timer's driver.
+//! // Netty-style callbacks, spawned as a task when due.
 //! let task = timer.schedule(Duration::from_millis(5), || println!("fired"));
 //! timer.sleep(Duration::from_millis(10)).await; // the task runs meanwhile
 //! assert!(task.is_expired());
@@ -185,6 +185,35 @@
 //! `tokio::time` in the same run. A busy or starved runtime adds its own
 //! delay to both; [`Stats::late_ticks`] shows the driver's part of it.
 //!
+//! # Where callbacks run
+//!
+//! The driver finds a [`Timer::schedule`] callback due inside the
+//! runtime's own timer processing, where every `tokio::time` sleep of the
+//! program is processed too. Running the callback there would make a slow
+//! one (a synchronous log write, a `std` lock, a long computation) delay
+//! every timer of the runtime. So, chosen on the [`Builder`] with
+//! [`Builder::task_executor`] (Netty's `taskExecutor`), a due callback is:
+//!
+//! * [`TaskExecutor::spawn`] (the default): spawned as a task of its own
+//!   on the runtime that runs the driver, at the cost of a task spawn per
+//!   callback. A callback that blocks holds one worker of a multi-thread
+//!   runtime and delays nothing else: on a 2-worker runtime, a callback
+//!   that blocks for 300 ms left a `tokio::time::sleep(50 ms)` elsewhere
+//!   in the program 0.3–1.3 ms late, where on the driver it made it
+//!   261 ms late (`examples/slow_callback.rs` in the repository).
+//! * [`TaskExecutor::driver`]: run inline on the driver, the cheapest, for
+//!   callbacks that only flip a flag, notify or send on a channel; never
+//!   for one that may block.
+//! * [`TaskExecutor::custom`]: handed to an executor of yours, such as
+//!   `spawn_blocking` for callbacks that block (on a current-thread
+//!   runtime a spawned callback that blocks still blocks its only thread).
+//!
+//! Under every choice a panicking callback is caught and reported with
+//! `tracing::warn!`. A [`TaskHandle`] works the same under each:
+//! [`cancel`](TaskHandle::cancel) keeps a task from the executor, and the
+//! tasks [`Timer::stop`] hands back run where the caller runs them, with
+//! [`TaskHandle::run`] or [`TaskHandle::take_task`].
+//!
 //! # Stopping and shutdown
 //!
 //! [`Timer::stop`] cancels everything: pending timeouts complete with
@@ -192,7 +221,12 @@
 //! If the runtime that runs the driver shuts down, the timer stops the same
 //! way, so no timeout hangs, and for good: build one `Timer` per runtime (a
 //! `static` `Timer` shared by several `#[tokio::test]`s, each with a runtime
-//! of its own, stops with the first; later calls panic saying so). A
+//! of its own, stops with the first; later calls panic saying so), and
+//! share it: not one per connection or request, since each `Timer` has its
+//! own wheels, driver and runtime timer, where clones are cheap and share
+//! them. As Netty does, the 65th live `Timer` of one runtime logs a
+//! `tracing::warn!`, once per process (a timer counts until it stops or its
+//! last handle, timeout and pending task is gone; clones count once). A
 //! [`Timer::timeout`] cut short by a stop fails with an [`Elapsed`] whose
 //! [`is_timer_stopped`](Elapsed::is_timer_stopped) is true. The driver also
 //! ends by itself when every [`Timer`], [`Timeout`] and pending task is
@@ -229,12 +263,16 @@ pub mod delay_queue;
 mod driver;
 #[cfg(feature = "tokio")]
 mod error;
+#[cfg(feature = "tokio")]
+mod executor;
 #[cfg(all(test, feature = "tokio"))]
 mod hooks;
 #[cfg(feature = "hyper")]
 mod hyper;
 #[cfg(feature = "tokio")]
 mod interval;
+#[cfg(feature = "tokio")]
+mod live;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
 #[cfg(feature = "tokio")]
@@ -258,6 +296,8 @@ pub mod wheel;
 pub use delay_queue::DelayQueue;
 #[cfg(feature = "tokio")]
 pub use error::{Elapsed, Error};
+#[cfg(feature = "tokio")]
+pub use executor::TaskExecutor;
 #[cfg(feature = "tokio")]
 pub use interval::{Interval, MissedTickBehavior};
 #[cfg(feature = "tokio")]

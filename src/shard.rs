@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use crate::error::{Error, StopReason};
+use crate::live::LiveTimer;
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::raw::{Due, Expired, Key, Wheel, NEVER};
@@ -92,6 +93,9 @@ pub(crate) struct Alarm {
     pub(crate) handle: Handle,
     /// The tick the alarm is armed for; `u64::MAX` when disarmed.
     pub(crate) armed: u64,
+    /// Counts the timer among its runtime's live ones while the alarm
+    /// exists: until the timer stops or its last handle goes.
+    pub(crate) _live: LiveTimer,
 }
 
 thread_local! {
