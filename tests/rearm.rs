@@ -112,10 +112,12 @@ fn on_two_workers_a_turn_unparks_few_workers_and_re_arms_the_alarm_once() {
         let elapsed = start.elapsed().as_millis() as u64;
         (timer.stats(), before, steady, steady_ms, elapsed)
     });
-    // The idle timeouts' resets; the driver re-arms the intervals, except
-    // for a tick taken late, which the task re-arms itself (a reset).
+    // The idle timeouts' 10,000 resets; the driver re-arms the intervals,
+    // except for a tick taken late (more than 5 ms after its instant: rare,
+    // but a loaded machine makes some), which the task re-arms itself, a
+    // reset: at most one per tick on top.
     assert!(
-        (10_000..=10_500).contains(&stats.reset),
+        (10_000..=20_000).contains(&stats.reset),
         "{} resets",
         stats.reset
     );
