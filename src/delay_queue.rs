@@ -60,14 +60,16 @@ const RING: usize = 1024;
 /// expired or cleared). Unlike tokio-util's, a key carries a generation: a
 /// stale key, or one from another queue, never reaches another item that
 /// took its slot. [`try_remove`](Self::try_remove) and
-/// [`deadline`](Self::deadline) return `None` for it, and
-/// [`remove`](Self::remove), [`reset`](Self::reset) and
-/// [`reset_at`](Self::reset_at) panic with a message saying so.
+/// [`try_deadline`](Self::try_deadline) return `None` for it, and
+/// [`remove`](Self::remove), [`deadline`](Self::deadline),
+/// [`reset`](Self::reset) and [`reset_at`](Self::reset_at) panic with a
+/// message saying so.
 ///
 /// # Differences from tokio-util's
 ///
-/// * [`deadline`](Self::deadline) returns `Option<Instant>` (`None` for a
-///   stale key) where tokio-util's panics.
+/// * Extra methods: [`try_deadline`](Self::try_deadline) (`None` for a
+///   stale key where [`deadline`](Self::deadline) panics, as tokio-util's
+///   does).
 /// * Deadlines round up to 125 µs rather than 1 ms, and far deadlines do
 ///   not panic.
 /// * Inserts, resets and removals never touch tokio's timer (tokio-util
@@ -146,7 +148,9 @@ pub struct DelayQueue<T> {
 ///
 /// Returned by [`DelayQueue::insert`]. A key whose item has left, or from
 /// another queue, never names another item (see [`DelayQueue`]'s
-/// [Keys](DelayQueue#keys)). Eight bytes.
+/// [Keys](DelayQueue#keys)). Its `Debug` reads like tokio-util's:
+/// `Key { index: 0 }` (the slot; the generation that makes it unique is left
+/// out).
 ///
 /// # Examples
 ///
@@ -162,8 +166,16 @@ pub struct DelayQueue<T> {
 /// assert!(queue.try_remove(&key).is_none());
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key(wheel::Key);
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Key")
+            .field("index", &self.0.index())
+            .finish()
+    }
+}
 
 /// An item taken out of a [`DelayQueue`]: expired, or removed.
 ///
@@ -479,9 +491,14 @@ impl<T> DelayQueue<T> {
     }
 
     /// The deadline of the item `key` names, rounded up to the queue's
-    /// 125 µs tick; `None` if the key names no item of this queue (where
-    /// tokio-util's panics). An item that never comes out (its deadline too
-    /// far to represent) reports an instant millions of years out.
+    /// 125 µs tick. An item that never comes out (its deadline too far to
+    /// represent) reports an instant millions of years out.
+    ///
+    /// # Panics
+    ///
+    /// If `key` names no item of this queue (as tokio-util's does): its item
+    /// was removed, expired or cleared, or the key is another queue's. See
+    /// [`try_deadline`](Self::try_deadline).
     ///
     /// # Examples
     ///
@@ -495,12 +512,38 @@ impl<T> DelayQueue<T> {
     /// let a = queue.insert("a", Duration::from_secs(5));
     /// let b = queue.insert("b", Duration::from_secs(10));
     /// assert!(queue.deadline(&a) < queue.deadline(&b));
-    /// queue.remove(&a);
-    /// assert_eq!(queue.deadline(&a), None);
     /// # }
     /// ```
     #[must_use]
-    pub fn deadline(&self, key: &Key) -> Option<Instant> {
+    #[track_caller]
+    pub fn deadline(&self, key: &Key) -> Instant {
+        match self.try_deadline(key) {
+            Some(deadline) => deadline,
+            None => stale("deadline"),
+        }
+    }
+
+    /// The deadline of the item `key` names, as [`deadline`](Self::deadline);
+    /// `None` if the key names no item of this queue (hashwheel only:
+    /// tokio-util has no such method).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use hashwheel::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = DelayQueue::new();
+    /// let a = queue.insert("a", Duration::from_secs(5));
+    /// assert_eq!(queue.try_deadline(&a), Some(queue.deadline(&a)));
+    /// queue.remove(&a);
+    /// assert_eq!(queue.try_deadline(&a), None);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn try_deadline(&self, key: &Key) -> Option<Instant> {
         self.wheel.tick(key.0).map(|tick| self.instant_of(tick))
     }
 
@@ -578,7 +621,7 @@ impl<T> DelayQueue<T> {
     /// let key = queue.insert("foo", Duration::from_secs(5));
     /// let when = Instant::now() + Duration::from_secs(10);
     /// queue.reset_at(&key, when);
-    /// assert!(queue.deadline(&key) >= Some(when));
+    /// assert!(queue.deadline(&key) >= when);
     /// # }
     /// ```
     #[track_caller]

@@ -661,6 +661,14 @@ impl<T> Wheel<T> {
     }
 }
 
+impl Key {
+    /// The slot the key names (where its entry was inserted).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn index(self) -> u32 {
+        self.index
+    }
+}
+
 impl<T> Default for Wheel<T> {
     fn default() -> Wheel<T> {
         Wheel::new()
