@@ -57,9 +57,11 @@ const RING: usize = 1024;
 /// # Keys
 ///
 /// A [`Key`] names its item until the item leaves the queue (removed,
-/// expired or cleared). Unlike tokio-util's, a key carries a generation: a
-/// stale key, or one from another queue, never reaches another item that
-/// took its slot. [`try_remove`](Self::try_remove) and
+/// expired or cleared). Unlike tokio-util's, a key carries a 64-bit
+/// generation that no other key of the process has had (see the
+/// [wheel's Keys](crate::wheel#keys)): a stale key, or one from another
+/// queue, never reaches another item that took its slot, however many
+/// queues the process makes. [`try_remove`](Self::try_remove) and
 /// [`try_deadline`](Self::try_deadline) return `None` for it, and
 /// [`remove`](Self::remove), [`deadline`](Self::deadline),
 /// [`reset`](Self::reset) and [`reset_at`](Self::reset_at) panic with a
@@ -148,7 +150,8 @@ pub struct DelayQueue<T> {
 ///
 /// Returned by [`DelayQueue::insert`]. A key whose item has left, or from
 /// another queue, never names another item (see [`DelayQueue`]'s
-/// [Keys](DelayQueue#keys)). Its `Debug` reads like tokio-util's:
+/// [Keys](DelayQueue#keys)). Twelve bytes (tokio-util's: 8, an index
+/// alone). Its `Debug` reads like tokio-util's:
 /// `Key { index: 0 }` (the slot; the generation that makes it unique is left
 /// out).
 ///

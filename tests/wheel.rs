@@ -125,6 +125,41 @@ fn stale_keys_never_touch_the_entry_that_reuses_their_slot() {
     assert_eq!(other.remove(foreign), Some("foreign"));
 }
 
+/// Regression: generations came from one process-wide 32-bit counter in
+/// blocks of 4,096 per wheel, so it wrapped after 2^20 wheels that inserted
+/// at least once (a `DelayQueue` per connection gets there within a day),
+/// and a stale key then reached a live item of its own queue or another.
+/// Wheels of one bucket and one ring slot make this cheap.
+#[test]
+fn keys_stay_unique_across_more_than_a_million_wheels() {
+    let mut first = Wheel::with_shape(1, 1);
+    let stale = first.insert(5, "removed");
+    assert_eq!(first.remove(stale), Some("removed"));
+
+    const WHEELS: usize = (1 << 20) + (1 << 13);
+    let mut keys = std::collections::HashSet::with_capacity(WHEELS);
+    for _ in 0..WHEELS {
+        // A queue per connection: an item or two, the slot reused.
+        let mut wheel = Wheel::with_shape(1, 1);
+        let gone = wheel.insert(1, ());
+        wheel.remove(gone);
+        let live = wheel.insert(1, ());
+        assert!(!wheel.contains(gone) && !wheel.contains(stale));
+        assert!(!first.contains(live));
+        assert!(keys.insert(live), "a key handed out twice: {live:?}");
+    }
+    assert!(!keys.contains(&stale));
+
+    // The first wheel's slot, reused many times over: the stale key reaches
+    // none of its new entries.
+    for _ in 0..(1 << 13) {
+        let live = first.insert(5, "live");
+        assert!(first.remove(stale).is_none());
+        assert!(!keys.contains(&live));
+        assert_eq!(first.remove(live), Some("live"));
+    }
+}
+
 #[test]
 fn ticks_past_the_horizon_never_come_due() {
     let mut wheel = Wheel::new();
