@@ -240,6 +240,8 @@ mod task;
 #[cfg(feature = "tokio")]
 mod ticks;
 #[cfg(feature = "tokio")]
+pub mod time;
+#[cfg(feature = "tokio")]
 mod timeout;
 #[cfg(feature = "tokio")]
 mod timer;

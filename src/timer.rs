@@ -757,6 +757,13 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// Whether `self` and `other` are handles to the same timer.
+    pub(crate) fn same(&self, other: &Timer) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
 impl fmt::Debug for Timer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timer")
