@@ -7,6 +7,26 @@
 //! they fire. hashwheel makes those operations O(1) and cheap, keeps each
 //! timeout small, and lets the timer sleep when there is nothing to do.
 //!
+//! Switching from `tokio::time` is a change of `use` line:
+//! [`hashwheel::time`](time) has tokio's free functions and types, on a
+//! default timer per runtime.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! // Was: use tokio::time::{sleep, timeout, Duration};
+//! use hashwheel::time::{sleep, timeout, Duration};
+//!
+//! sleep(Duration::from_millis(10)).await;
+//! let res = timeout(Duration::from_millis(50), async { 42 }).await;
+//! assert_eq!(res, Ok(42));
+//! # }
+//! ```
+//!
+//! Keep a [`Timer`] handle where you want several timers, a configured
+//! [`Builder`] (tick, wheel size, `max_pending`), [`stats`](Timer::stats),
+//! Netty-style callbacks or the `try_` methods that return errors:
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
@@ -35,6 +55,9 @@
 //!
 //! # Which one do I use
 //!
+//! * [`time`]: `tokio::time`'s free functions (`sleep`, `timeout`,
+//!   `interval`, ...) on the current runtime's default timer: code written
+//!   against `tokio::time`, switched by its `use` lines.
 //! * [`Timer`]: shared by many tasks (`Clone + Send + Sync`), one future
 //!   per timeout ([`Timeout`], [`Interval`], [`Timer::timeout`]) or a
 //!   callback ([`Timer::schedule`]).
@@ -112,8 +135,15 @@
 //!
 //! # Coming from `tokio::time`
 //!
-//! tokio's timer is reached through free functions; hashwheel's through a
-//! [`Timer`] value with the same names. The one name that moves:
+//! Change the `use` lines to [`hashwheel::time`](time): the same free
+//! functions and types, on the current runtime's default timer
+//! ([`Timer::current`]). [`migrating`] (`docs/MIGRATING.md`) maps every call
+//! of `tokio::time`, tokio-util's `DelayQueue` and Netty's
+//! `HashedWheelTimer` to hashwheel's, and lists each difference with the
+//! test that shows it.
+//!
+//! With a handle, tokio's free functions become methods of a [`Timer`]
+//! value with the same names. The one name that moves:
 //! [`Timeout`] is the sleep future (the name hashed wheel timers give it),
 //! so a future *with* a deadline is a [`WithTimeout`].
 //!
@@ -198,6 +228,8 @@
 //!
 //! # More
 //!
+//! * [`time`]: `tokio::time`'s free functions on a default timer per
+//!   runtime; [`migrating`]: from `tokio::time`, tokio-util and Netty.
 //! * [`wheel`]: the wheel on its own, with a plain-thread event loop
 //!   example; [`delay_queue`]: the keyed queue's [`Key`](delay_queue::Key)
 //!   and [`Expired`](delay_queue::Expired).
@@ -264,6 +296,10 @@ pub use task::TaskHandle;
 pub use timeout::{Timeout, WithTimeout};
 #[cfg(feature = "tokio")]
 pub use timer::{Builder, Timer};
+
+#[cfg(feature = "tokio")]
+#[doc = include_str!("../docs/MIGRATING.md")]
+pub mod migrating {}
 
 /// The README's Rust examples, run as doctests so that they keep working.
 #[cfg(doctest)]

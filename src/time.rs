@@ -269,8 +269,7 @@ impl Timer {
             panic!("{NO_RUNTIME}");
         };
         let id = handle.id();
-        // A zero sleep checks that the timer runs, and costs nothing.
-        drop(self.try_sleep(Duration::ZERO)?);
+        self.check_running()?;
         let mut defaults = DEFAULTS.lock().unwrap_or_else(PoisonError::into_inner);
         let stopped = prune(&mut defaults);
         let res = match defaults.iter().find(|(of, _)| *of == id) {

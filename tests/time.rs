@@ -261,13 +261,15 @@ fn a_runtime_without_timers_panics_as_tokio_does() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn sleep_is_unpin_and_reports_is_elapsed_only_once_polled() {
+async fn sleep_is_unpin_and_reports_is_elapsed_only_once_polled_as_tokio_does() {
     fn unpin<T: Unpin>(_: &T) {}
     let now = tokio::time::Instant::now();
     let mut sleep = hashwheel::time::sleep_until(now);
     unpin(&sleep);
-    // tokio's `Sleep` says `false` here too: not yet polled.
+    // tokio's `Sleep` says `false` here too: not yet polled. The `Timer`
+    // API's `Timeout` already knows its deadline has passed.
     assert!(!sleep.is_elapsed());
+    assert!(Timer::current().sleep_until(now).is_expired());
     (&mut sleep).await;
     assert!(sleep.is_elapsed());
     assert!(format!("{sleep:?}").starts_with("Sleep"));

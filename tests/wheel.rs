@@ -161,6 +161,61 @@ fn keys_stay_unique_across_more_than_a_million_wheels() {
 }
 
 #[test]
+fn entries_of_one_tick_come_out_last_in_first_out() {
+    let mut wheel = Wheel::new();
+    for value in ["a", "b", "c"] {
+        wheel.insert(5, value);
+    }
+    let c = wheel.peek().unwrap();
+    assert_eq!(wheel.get(c), Some(&"c"));
+    assert_eq!(values(drain(&mut wheel, 5)), ["c", "b", "a"]);
+}
+
+#[test]
+fn clear_keeps_the_cursor_and_elapsed_reads_it() {
+    let mut wheel = Wheel::new();
+    assert_eq!(wheel.elapsed(), None);
+    wheel.insert(3, "a");
+    assert!(drain(&mut wheel, 1_000).len() == 1);
+    assert_eq!(wheel.elapsed(), Some(1_000));
+    wheel.clear();
+    assert_eq!(wheel.elapsed(), Some(1_000));
+    // Tick 500 has been polled: due at once, whatever tick is polled next.
+    wheel.insert(500, "b");
+    wheel.insert(2_000, "c");
+    assert_eq!(values(drain(&mut wheel, 10)), ["b"]);
+    assert_eq!(
+        wheel.elapsed(),
+        Some(1_000),
+        "a `now` below it polls it again"
+    );
+}
+
+#[test]
+fn next_tick_wakes_early_and_empty_for_entries_past_the_ring() {
+    // 4 buckets × 4 ring slots: entries more than 16 ticks away share ring
+    // slots with nearer turns.
+    let mut wheel = Wheel::with_shape(4, 4);
+    wheel.insert(100, "far");
+    let mut early_wakes = 0;
+    loop {
+        let next = wheel.next_tick().unwrap();
+        assert!(next <= 100, "never late");
+        let due = drain(&mut wheel, next);
+        if !due.is_empty() {
+            assert_eq!((next, values(due)), (100, vec!["far"]));
+            break;
+        }
+        early_wakes += 1;
+        assert!(
+            early_wakes < 100 / 16 + 2,
+            "about once per turn of the ring"
+        );
+    }
+    assert!(early_wakes >= 1, "woke early at least once");
+}
+
+#[test]
 fn ticks_past_the_horizon_never_come_due() {
     let mut wheel = Wheel::new();
     let never = wheel.insert(u64::MAX, "never");

@@ -392,9 +392,11 @@ impl<T> Wheel<T> {
     }
 
     /// Takes out the next entry due at or before `now`: entries due at once
-    /// first, then by tick (entries of one tick in the order
-    /// [`peek`](Self::peek) gives). Returns `None` once nothing more is due;
-    /// call it until then.
+    /// first, then by tick. Entries of one tick come out **last in, first
+    /// out** (as tokio-util's do; [`peek`](Self::peek) gives the same
+    /// order): keep a sequence number in the value if your loop needs
+    /// insertion order. Returns `None` once nothing more is due; call it
+    /// until then.
     ///
     /// `now` only moves forward: a `now` below one already polled polls that
     /// one again.
@@ -430,6 +432,13 @@ impl<T> Wheel<T> {
     /// turn, where a poll moves the entries on and finds the exact tick.
     /// With entries due at once it is the last tick polled. Takes `&mut self`
     /// to forget lists that emptied, so that the loop is not woken for them.
+    ///
+    /// It may be **early, with nothing due**: when the next entry is more
+    /// than a turn of the wheel away and its ring slot holds over 64
+    /// entries (the start of that slot's turn), and for entries more than
+    /// `buckets × ring` ticks away (those share ring slots with nearer
+    /// turns: a loop that sleeps until `next_tick` wakes for them once per
+    /// turn of the ring, polls nothing, and asks again). It is never late.
     ///
     /// # Examples
     ///
@@ -548,6 +557,28 @@ impl<T> Wheel<T> {
         self.raw.entries()
     }
 
+    /// The tick the wheel has been polled up to: an entry inserted or reset
+    /// at or before it is due at once. `None` before the first
+    /// [`poll`](Self::poll) (or while every poll has stopped at an entry
+    /// due at tick 0). [`clear`](Self::clear) keeps it.
+    ///
+    /// A poll that returns an entry may leave it short of the `now` it was
+    /// given (at the entry's tick); the poll that returns `None` brings it
+    /// to `now`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::<()>::new();
+    /// assert_eq!(wheel.elapsed(), None);
+    /// assert!(wheel.poll(42).is_none());
+    /// assert_eq!(wheel.elapsed(), Some(42));
+    /// ```
+    #[must_use]
+    pub fn elapsed(&self) -> Option<u64> {
+        self.raw.elapsed().checked_sub(1)
+    }
+
     /// Whether the wheel holds no entry.
     ///
     /// # Examples
@@ -649,13 +680,22 @@ impl<T> Wheel<T> {
 
     /// Removes every entry, keeping the capacity. Every key becomes stale.
     ///
+    /// It keeps the cursor: the ticks already polled stay polled (see
+    /// [`elapsed`](Self::elapsed)), so after a `poll(1_000)` an entry
+    /// inserted at tick 500 is still due at once. Make a new wheel to start
+    /// again from tick 0.
+    ///
     /// # Examples
     ///
     /// ```
     /// let mut wheel = hashwheel::wheel::Wheel::new();
     /// let key = wheel.insert(5, "a");
+    /// assert!(wheel.poll(1_000).is_some());
     /// wheel.clear();
     /// assert!(wheel.is_empty() && wheel.get(key).is_none());
+    /// assert_eq!(wheel.elapsed(), Some(1_000));
+    /// wheel.insert(500, "due at once");
+    /// assert!(wheel.poll(10).is_some());
     /// ```
     pub fn clear(&mut self) {
         self.moved.clear();
