@@ -21,7 +21,7 @@
 //! [`pending`](Timer::pending); [`Timer::set_current`] installs a timer of
 //! your own [`Builder`](crate::Builder) in its place, if called before any
 //! of these functions runs on that runtime. The default is found by the
-//! runtime's [`Id`](tokio::runtime::Id), so runtimes one after another (a
+//! runtime's [`Id`], so runtimes one after another (a
 //! `#[tokio::test]` each) and side by side each get theirs; a timer that has
 //! stopped (its runtime shut down, or [`Timer::stop`] called) is never
 //! handed out again, and the next call on that runtime builds a fresh one.

@@ -1,7 +1,7 @@
 //! The hashed wheel on its own: no clock, no runtime, no lock.
 //!
-//! [`Wheel`] is the data structure under [`Timer`](crate::Timer) and
-//! [`DelayQueue`](crate::DelayQueue), for event loops that tokio does not
+//! [`Wheel`] is the data structure under hashwheel's `Timer` and
+//! `DelayQueue` (feature `tokio`), for event loops that tokio does not
 //! drive: mio or io_uring loops, game and simulation loops, embedded
 //! schedulers. Time is a tick number that you choose and feed in: insert a
 //! value at a tick and get a [`Key`]; [`remove`](Wheel::remove) or
