@@ -8,9 +8,9 @@
 #![warn(rust_2018_idioms)]
 
 use futures::StreamExt;
+use hashwheel::DelayQueue;
 use tokio::time::{self, sleep, sleep_until, Duration, Instant};
 use tokio_test::{assert_pending, assert_ready, task};
-use hashwheel::DelayQueue;
 
 macro_rules! poll {
     ($queue:ident) => {
