@@ -218,9 +218,11 @@ impl Timer {
     /// use hashwheel::Timer;
     /// use std::time::Duration;
     ///
-    /// let _idle = hashwheel::time::sleep(Duration::from_secs(30));
+    /// let idle = hashwheel::time::sleep(Duration::from_secs(30));
     /// let timer = Timer::current();
-    /// assert_eq!(timer.stats().pending, 0); // registers on its first poll
+    /// assert_eq!(timer.pending(), 1);
+    /// drop(idle);
+    /// assert_eq!(timer.pending(), 0);
     /// # }
     /// ```
     #[must_use]

@@ -681,16 +681,16 @@ impl<T> Wheel<T> {
     /// Removes every entry, keeping the capacity. Every key becomes stale.
     ///
     /// It keeps the cursor: the ticks already polled stay polled (see
-    /// [`elapsed`](Self::elapsed)), so after a `poll(1_000)` an entry
-    /// inserted at tick 500 is still due at once. Make a new wheel to start
-    /// again from tick 0.
+    /// [`elapsed`](Self::elapsed)), so once the wheel has been polled up to
+    /// tick 1,000 an entry inserted at tick 500 is still due at once. Make a
+    /// new wheel to start again from tick 0.
     ///
     /// # Examples
     ///
     /// ```
     /// let mut wheel = hashwheel::wheel::Wheel::new();
     /// let key = wheel.insert(5, "a");
-    /// assert!(wheel.poll(1_000).is_some());
+    /// while wheel.poll(1_000).is_some() {}
     /// wheel.clear();
     /// assert!(wheel.is_empty() && wheel.get(key).is_none());
     /// assert_eq!(wheel.elapsed(), Some(1_000));
