@@ -28,7 +28,12 @@
 //!
 //! Each call finds the runtime as `tokio::time::sleep` does (a clone of the
 //! runtime's handle), then its timer in a per-thread cache; the first call
-//! of a thread on a runtime takes a process-wide lock once.
+//! of a thread on a runtime takes a process-wide lock once. Measured (W1:
+//! a 30 s sleep created, polled once and dropped, current-thread runtime;
+//! `cargo bench -p hashwheel-benches --bench ops -- w1`, two runs on a
+//! quiet 2-core machine): 81–82 ns per pair through [`sleep`] against
+//! 74 ns through [`Timer::sleep`] (1.10×, the lookup costs 7–8 ns), and
+//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep).
 //!
 //! Keep a [`Timer`] handle instead when you want several timers (one per
 //! kind of deadline, each with its own tick), a configured
