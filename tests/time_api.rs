@@ -20,6 +20,8 @@ macro_rules! time_api {
             };
             use $($time)::+ as time;
 
+            use super::Taken;
+
             type F = super::Ready<u8>;
 
             #[allow(clippy::type_complexity)]
@@ -101,8 +103,8 @@ macro_rules! time_api {
                 assert!((api.sleep_is_elapsed)(&s));
                 (api.sleep_until)(Instant::now()).await;
                 let mut t = (api.timeout)(ms(5), std::future::ready(1));
-                let _ = (api.timeout_get_ref)(&t);
-                let _ = (api.timeout_get_mut)(&mut t);
+                assert!((api.timeout_get_ref)(&t).is_ready_to_take());
+                assert!((api.timeout_get_mut)(&mut t).is_ready_to_take());
                 assert_eq!((api.timeout_into_inner)(t).await, 1);
                 let t = (api.timeout_at)(Instant::now() + ms(5), std::future::ready(2));
                 assert_eq!(t.await, Ok(2));
@@ -124,6 +126,14 @@ macro_rules! time_api {
         }
     };
 }
+
+/// `Ready` has no accessor on stable: this says the reference is there.
+trait Taken {
+    fn is_ready_to_take(&self) -> bool {
+        true
+    }
+}
+impl<T> Taken for Ready<T> {}
 
 time_api!(tokio_api, tokio::time);
 time_api!(hashwheel_api, hashwheel::time);
