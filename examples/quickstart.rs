@@ -106,7 +106,8 @@ async fn main() {
     let got = timer.timeout(Duration::from_millis(25), fast).await;
     println!("[{:>4} ms] fast request: {got:?}", since());
 
-    // 5. Netty-style callbacks run on the driver.
+    // 5. Netty-style callbacks, spawned as tasks when due (or run on the
+    //    driver, or on your executor: `Builder::task_executor`).
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let kept = timer.schedule(Duration::from_millis(5), move || {

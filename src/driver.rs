@@ -10,6 +10,11 @@
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
 //! it earlier itself (see [`Common::note_deadline`]).
 //!
+//! Due `schedule` callbacks go to the timer's
+//! [`TaskExecutor`](crate::TaskExecutor) (see `executor.rs`): spawned as
+//! tasks by default, so that no user code runs here unless the user asked
+//! for it ([`TaskExecutor::driver`](crate::TaskExecutor::driver)).
+//!
 //! A small guard task does nothing but wait: the runtime drops it when it
 //! shuts down, and the guard then stops the timer so that no timeout hangs.
 //!
@@ -25,6 +30,7 @@
 //! it). An alarm whose tick has already passed completes at once and turns
 //! again.
 
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -35,6 +41,8 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use crate::error::StopReason;
+use crate::executor::{TaskExecutor, TaskRunner};
+use crate::live::LiveTimer;
 use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Common, Shard, Shared,
     TaskInner, AGAIN, IDLE, TURNING,
@@ -60,9 +68,9 @@ enum Fired {
 }
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
-/// its guard task. The runtime must have a time driver (checked by
-/// [`Builder::build`](crate::Builder::build)).
-pub(crate) fn start(handle: &Handle, shared: &Shared) {
+/// its guard task. Due callbacks go to `executor`. The runtime must have a
+/// time driver (checked by [`Builder::build`](crate::Builder::build)).
+pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
@@ -74,12 +82,14 @@ pub(crate) fn start(handle: &Handle, shared: &Shared) {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
         lag_warn_ticks: (LAG_WARN.as_micros() as u64) / common.tick_us,
+        runner: executor.bind(handle.clone()),
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
         waker: Waker::from(driver),
         handle: handle.clone(),
         armed: u64::MAX,
+        _live: LiveTimer::new(handle.id()),
     });
     // The guard exists from here on, not from the task's first poll: a
     // runtime may shut down before it ever polls the task.
@@ -101,6 +111,8 @@ struct Driver {
     common: Weak<Common>,
     shards: Box<[Weak<Shard>]>,
     lag_warn_ticks: u64,
+    /// Where due callbacks run.
+    runner: TaskRunner,
 }
 
 impl Wake for Driver {
@@ -131,13 +143,31 @@ impl Wake for Driver {
             }
         }
         let mut batch = Vec::with_capacity(BATCH);
+        // This runs inside the runtime's timer processing, on a worker and
+        // outside any task: a panic unwinding from here would abort a
+        // debug build of tokio ("worker thread panicking; aborting
+        // process") and take a worker down in a release build. None is
+        // expected (user callbacks and wakers are contained where they
+        // run); if one comes all the same, the timer stops with a reason
+        // that every pending timeout reports, instead of the process dying.
+        let turned = catch_unwind(AssertUnwindSafe(|| self.turn_loop(&common, &mut batch)));
+        if let Err(panic) = turned {
+            self.contain_panic(&common, &mut batch, &*panic);
+        }
+    }
+}
+
+impl Driver {
+    /// Turns until no wake came during the last turn; the caller holds the
+    /// turn (`turn_state` is not `IDLE`).
+    fn turn_loop(&self, common: &Common, batch: &mut Vec<Fired>) {
         loop {
             if common.is_stopped() {
                 // The alarm is gone; nothing may poll it any more.
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 return;
             }
-            let target = self.turn_once(&common, &mut batch);
+            let target = self.turn_once(common, batch);
             if common
                 .turn_state
                 .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
@@ -154,12 +184,42 @@ impl Wake for Driver {
             common.turn_state.store(TURNING, Ordering::SeqCst);
         }
     }
-}
 
-impl Driver {
+    /// A turn panicked: completes what it had taken out of the wheels, then
+    /// stops the timer, which completes everything still pending with the
+    /// reason [`StopReason::DriverPanicked`].
+    fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
+        tracing::error!(
+            panic = panic_message(panic),
+            "hashwheel: the timer's driver panicked; stopping the timer"
+        );
+        // Taken out under a lock and not yet woken or run: nobody else will.
+        let mut spawned = 0;
+        for fired in batch.drain(..) {
+            match fired {
+                Fired::Waker(waker) => wake(waker),
+                Fired::Task(task) => spawned += usize::from(self.runner.run(&task)),
+            }
+        }
+        self.runner.turned(spawned);
+        let stopped = catch_unwind(AssertUnwindSafe(|| {
+            stop(
+                common,
+                self.shards.iter().filter_map(Weak::upgrade),
+                StopReason::DriverPanicked,
+            );
+        }));
+        if stopped.is_err() {
+            tracing::error!("hashwheel: stopping the timer after a driver panic panicked too");
+        }
+        common.turn_state.store(IDLE, Ordering::SeqCst);
+    }
+
     /// One turn: expires what is due, re-arms the alarm. Returns the tick it
     /// armed for.
     fn turn_once(&self, common: &Common, batch: &mut Vec<Fired>) -> u64 {
+        #[cfg(test)]
+        crate::hooks::in_turn(common);
         let now = common.now_tick();
         let armed = {
             let mut alarm = lock(&common.alarm);
@@ -178,7 +238,7 @@ impl Driver {
                 tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
             }
         }
-        let (next, expired) = turn(common, &self.shards, now, batch);
+        let (next, expired) = turn(common, &self.shards, &self.runner, now, batch);
         let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
         tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
         // Under load, batch: after a turn that expired many timeouts the
@@ -199,11 +259,18 @@ impl Driver {
 }
 
 /// Expires everything due at or before `now` on every live shard, in
-/// batches, waking outside the lock. Returns the earliest tick with work
-/// left.
-fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired>) -> (u64, usize) {
+/// batches, waking (and handing callbacks to `runner`) outside the lock.
+/// Returns the earliest tick with work left.
+fn turn(
+    common: &Common,
+    shards: &[Weak<Shard>],
+    runner: &TaskRunner,
+    now: u64,
+    batch: &mut Vec<Fired>,
+) -> (u64, usize) {
     let mut next = u64::MAX;
     let mut total = 0;
+    let mut spawned = 0;
     for (index, shard) in shards.iter().enumerate() {
         let Some(shard) = shard.upgrade() else {
             continue;
@@ -241,7 +308,7 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             for fired in batch.drain(..) {
                 match fired {
                     Fired::Waker(waker) => wake(waker),
-                    Fired::Task(task) => run_task(&task),
+                    Fired::Task(task) => spawned += usize::from(runner.run(&task)),
                 }
             }
             if let Some(shard_next) = shard_next {
@@ -250,19 +317,8 @@ fn turn(common: &Common, shards: &[Weak<Shard>], now: u64, batch: &mut Vec<Fired
             }
         }
     }
+    runner.turned(spawned);
     (next, total)
-}
-
-fn run_task(task: &TaskInner) {
-    let Some(callback) = task.take_task() else {
-        return;
-    };
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(callback)) {
-        tracing::warn!(
-            panic = panic_message(&*panic),
-            "hashwheel: a scheduled task panicked"
-        );
-    }
 }
 
 /// Stops the timer when dropped, unless it already ended.
@@ -279,11 +335,21 @@ impl Drop for StopOnDrop {
             tracing::debug!(why = "timer stopped", "hashwheel: driver ended");
         } else {
             tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            stop(
-                &common,
-                self.1.iter().filter_map(Weak::upgrade),
-                StopReason::RuntimeShutDown,
-            );
+            // The runtime drops this while it shuts down: a panic must not
+            // unwind into it (a panic in a drop during unwinding aborts).
+            let stopped = catch_unwind(AssertUnwindSafe(|| {
+                stop(
+                    &common,
+                    self.1.iter().filter_map(Weak::upgrade),
+                    StopReason::RuntimeShutDown,
+                );
+            }));
+            if let Err(panic) = stopped {
+                tracing::error!(
+                    panic = panic_message(&*panic),
+                    "hashwheel: stopping the timer at runtime shutdown panicked"
+                );
+            }
         }
     }
 }

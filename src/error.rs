@@ -39,6 +39,9 @@ pub(crate) enum StopReason {
     /// The runtime that ran the driver shut down (its driver task was
     /// dropped), so nothing will fire any more.
     RuntimeShutDown,
+    /// The driver panicked while turning the wheels (a bug in hashwheel):
+    /// the timer stopped rather than let the panic reach the runtime.
+    DriverPanicked,
 }
 
 impl StopReason {
@@ -49,6 +52,10 @@ impl StopReason {
             StopReason::RuntimeShutDown => {
                 ": the runtime that ran this timer's driver has shut down; \
                  build one Timer per runtime"
+            }
+            StopReason::DriverPanicked => {
+                ": its driver panicked (a bug in hashwheel, please report it); \
+                 build a new Timer"
             }
         }
     }

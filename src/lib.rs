@@ -28,10 +28,18 @@ pub mod delay_queue;
 mod driver;
 #[cfg(feature = "tokio")]
 mod error;
+#[cfg(feature = "tokio")]
+mod executor;
+#[cfg(all(test, feature = "tokio"))]
+mod hooks;
 #[cfg(feature = "hyper")]
 mod hyper;
 #[cfg(feature = "tokio")]
 mod interval;
+#[cfg(feature = "tokio")]
+mod live;
+#[cfg(all(test, feature = "tokio"))]
+mod regressions;
 #[cfg(feature = "tokio")]
 mod shard;
 #[cfg(feature = "tokio")]
@@ -55,6 +63,8 @@ pub mod wheel;
 pub use delay_queue::DelayQueue;
 #[cfg(feature = "tokio")]
 pub use error::{Elapsed, Error};
+#[cfg(feature = "tokio")]
+pub use executor::TaskExecutor;
 #[cfg(feature = "tokio")]
 pub use interval::{Interval, MissedTickBehavior};
 #[cfg(feature = "tokio")]

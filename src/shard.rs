@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use crate::error::{Error, StopReason};
+use crate::live::LiveTimer;
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
@@ -92,6 +93,9 @@ pub(crate) struct Alarm {
     pub(crate) handle: Handle,
     /// The tick the alarm is armed for; `u64::MAX` when disarmed.
     pub(crate) armed: u64,
+    /// Counts the timer among its runtime's live ones while the alarm
+    /// exists: until the timer stops or its last handle goes.
+    pub(crate) _live: LiveTimer,
 }
 
 thread_local! {
@@ -397,6 +401,7 @@ impl Common {
         match self.stopped.load(Ordering::Acquire) {
             RUNNING => None,
             STOPPED => Some(StopReason::Stopped),
+            DRIVER_PANICKED => Some(StopReason::DriverPanicked),
             _ => Some(StopReason::RuntimeShutDown),
         }
     }
@@ -498,7 +503,11 @@ impl Common {
         }
         let released = {
             let mut keep = self.lock_keep_alive();
-            keep.0 -= n;
+            // Each task takes the count before it enters the wheel and gives
+            // it back once, under its shard's lock, when it leaves it (run,
+            // cancelled or drained by `stop`), so this cannot go below zero.
+            debug_assert!(keep.0 >= n, "task keep-alive count released twice");
+            keep.0 = keep.0.saturating_sub(n);
             if keep.0 == 0 {
                 keep.1.take()
             } else {
@@ -507,6 +516,13 @@ impl Common {
         };
         // May be the last reference: dropped outside the lock.
         drop(released);
+    }
+
+    /// Pending scheduled tasks, as counted for the keep-alive reference.
+    #[cfg(test)]
+    pub(crate) fn tasks_kept(&self) -> (usize, bool) {
+        let keep = self.lock_keep_alive();
+        (keep.0, keep.1.is_some())
     }
 
     fn lock_keep_alive(&self) -> MutexGuard<'_, (usize, Option<Arc<Shared>>)> {
@@ -610,6 +626,7 @@ pub(crate) fn stop(
     let stopped = match reason {
         StopReason::Stopped => STOPPED,
         StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
+        StopReason::DriverPanicked => DRIVER_PANICKED,
     };
     if common
         .stopped
@@ -675,6 +692,8 @@ const RUNNING: u8 = 0;
 const STOPPED: u8 = 1;
 /// Stopped because the runtime that ran the driver shut down.
 const RUNTIME_SHUT_DOWN: u8 = 2;
+/// Stopped because the driver panicked (see `driver`).
+const DRIVER_PANICKED: u8 = 3;
 
 /// An instant about 30 years out, as tokio uses for "never".
 pub(crate) fn far_future(from: Instant) -> Instant {

@@ -40,8 +40,11 @@ impl TaskHandle {
         TaskHandle { inner }
     }
 
-    /// Cancels the task if it has not run yet. Returns `false` if it already
-    /// ran (or is running), or was cancelled before.
+    /// Cancels the task if it has not come due yet. Returns `false` if it
+    /// already came due (it ran, runs, or was handed to the timer's
+    /// [`TaskExecutor`](crate::TaskExecutor) and waits there: a spawned
+    /// task cannot be called back), or was cancelled before. The same under
+    /// every `TaskExecutor`: a cancelled task never reaches it.
     ///
     /// # Examples
     ///
@@ -89,7 +92,9 @@ impl TaskHandle {
     /// When the runtime that ran the driver shuts down, the timer stops
     /// without handing tasks back and drops their closures, so this is
     /// `None` then too. The closure lives until it is taken or every handle
-    /// to the task is dropped.
+    /// to the task is dropped. The timer's
+    /// [`TaskExecutor`](crate::TaskExecutor) plays no part: the closure
+    /// runs wherever its taker runs it.
     ///
     /// [`Timer::stop`]: crate::Timer::stop
     ///
@@ -124,7 +129,9 @@ impl TaskHandle {
     /// [`take_task`](TaskHandle::take_task) followed by a call: `false`
     /// for a task still pending, one that ran, one cancelled with
     /// [`cancel`](TaskHandle::cancel), or one taken or run already. A panic
-    /// in the task is not caught.
+    /// in the task is not caught. It runs on the caller whatever the timer's
+    /// [`TaskExecutor`](crate::TaskExecutor) (which gets only tasks that
+    /// come due).
     ///
     /// [`Timer::stop`]: crate::Timer::stop
     ///
@@ -160,7 +167,10 @@ impl TaskHandle {
         }
     }
 
-    /// Whether the deadline passed and the task ran (or is running).
+    /// Whether the deadline passed and the task came due: it ran, is
+    /// running, or was handed to the timer's
+    /// [`TaskExecutor`](crate::TaskExecutor) and waits there to run (a
+    /// spawned task runs when the runtime gets to it).
     ///
     /// # Examples
     ///

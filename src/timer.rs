@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::driver;
 use crate::error::Error;
+use crate::executor::TaskExecutor;
 use crate::interval::Interval;
 use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
@@ -61,7 +62,7 @@ pub(crate) const MAX_SHARDS: usize = 1 << 16;
 /// ```
 #[derive(Clone)]
 pub struct Timer {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// Configures a [`Timer`].
@@ -101,6 +102,7 @@ pub struct Builder {
     max_pending: Option<usize>,
     shards: Option<usize>,
     handle: Option<Handle>,
+    task_executor: TaskExecutor,
 }
 
 impl Timer {
@@ -111,6 +113,15 @@ impl Timer {
     /// runtime shuts down the timer stops for good (a `static` `Timer`
     /// shared by several `#[tokio::test]`s, each with its own runtime, stops
     /// with the first).
+    ///
+    /// And not one per connection or request: each `Timer` has its own
+    /// wheels, driver, runtime timer and guard task, where clones are cheap
+    /// and share them. As Netty does, the 65th live `Timer` of one runtime
+    /// logs a `tracing::warn!` naming the fix, once per process. A timer
+    /// counts from [`Builder::build`] (or `new`) until it stops (by
+    /// [`stop`](Timer::stop) or the shutdown of its runtime) or until its
+    /// last `Timer` clone, [`Timeout`], [`Interval`] and pending task is
+    /// gone, whichever comes first; clones count once.
     ///
     /// # Panics
     ///
@@ -355,13 +366,19 @@ impl Timer {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
     }
 
-    /// Runs `task` once on the driver after `delay`, Netty style: the
-    /// counterpart of Netty's `HashedWheelTimer.newTimeout`; tokio has none
-    /// (spawn a task that sleeps).
+    /// Runs `task` once after `delay`, Netty style: the counterpart of
+    /// Netty's `HashedWheelTimer.newTimeout`; tokio has none (spawn a task
+    /// that sleeps).
     ///
-    /// The task runs on the driver, inside the runtime's timer processing on
-    /// one of its threads, so it should be short: spawn anything longer (a
-    /// slow task delays every other timeout of the timer). A task that panics is caught and reported with
+    /// When the task is due, the driver hands it to the timer's
+    /// [`TaskExecutor`] ([`Builder::task_executor`]): by default it is
+    /// spawned as a task of its own on the runtime that runs the driver, so
+    /// a slow task delays nothing else; with [`TaskExecutor::driver`] it
+    /// runs inline on the driver, inside the runtime's timer processing (the
+    /// cheapest, but it must be short: it delays every timeout due after
+    /// it, the runtime's own timers included); with
+    /// [`TaskExecutor::custom`] it goes to your executor. Under every
+    /// choice a task that panics is caught and reported with
     /// `tracing::warn!`; the timer goes on. Dropping the returned
     /// [`TaskHandle`] does not cancel the task; [`TaskHandle::cancel`] does.
     /// A pending task keeps the driver running even after every `Timer` is
@@ -399,7 +416,8 @@ impl Timer {
     }
 
     /// Like [`schedule`](Timer::schedule), but returns an error instead of
-    /// panicking.
+    /// panicking. The task runs where the timer's [`TaskExecutor`] says, as
+    /// with `schedule`.
     ///
     /// # Errors
     ///
@@ -427,11 +445,16 @@ impl Timer {
         let deadline = deadline.unwrap_or_else(|| far_future(now));
         let shard = self.shared.current_shard();
         self.shared.acquire(shard)?;
+        // The keep-alive count is taken before the task is in the wheel: from
+        // the moment the lock is released, the driver may run it, or `stop`
+        // or a handle cancel it, and each of those releases the count.
+        self.shared.task_added();
         let inner = {
             let mut state = self.shared.lock(shard);
             if let Some(reason) = self.shared.common.stop_reason() {
                 drop(state);
                 self.shared.release(shard, 1);
+                self.shared.tasks_done(1);
                 return Err(Error::stopped(reason));
             }
             let key = state.wheel.vacant_key();
@@ -447,7 +470,8 @@ impl Timer {
             state.tasks.insert(key, inner.clone());
             inner
         };
-        self.shared.task_added();
+        #[cfg(test)]
+        crate::hooks::after_schedule_insert(&self.shared);
         self.shared.note_deadline(tick);
         Ok(TaskHandle::new(inner))
     }
@@ -482,7 +506,10 @@ impl Timer {
     /// Each returned task keeps its closure, as Netty's `stop()` does: run
     /// it with [`TaskHandle::run`], or take it with
     /// [`TaskHandle::take_task`] to run it elsewhere; dropping the handles
-    /// drops the closures.
+    /// drops the closures. This is the same under every [`TaskExecutor`]:
+    /// the executor gets only tasks that came due, and the caller of `run`
+    /// or `take_task` decides where these run. Tasks already handed to the
+    /// executor (expired) are not returned, even if they have not run yet.
     ///
     /// Every pending [`Timeout`] is woken and completes, with
     /// [`Timeout::is_cancelled`] true. Afterwards [`sleep`](Timer::sleep) and
@@ -813,7 +840,8 @@ impl Default for Builder {
 
 impl Builder {
     /// The defaults: 1 ms tick, 512 buckets, no pending limit, one shard per
-    /// CPU, the current runtime.
+    /// CPU, the current runtime, callbacks spawned as tasks
+    /// ([`TaskExecutor::spawn`]).
     ///
     /// # Examples
     ///
@@ -832,6 +860,7 @@ impl Builder {
             max_pending: None,
             shards: None,
             handle: None,
+            task_executor: TaskExecutor::spawn(),
         }
     }
 
@@ -948,7 +977,38 @@ impl Builder {
         self
     }
 
+    /// Where the callbacks of [`Timer::schedule`] run once due: spawned as
+    /// tasks on the driver's runtime ([`TaskExecutor::spawn`], the default),
+    /// inline on the driver ([`TaskExecutor::driver`], the cheapest, for
+    /// callbacks that never block), or handed to an executor of yours
+    /// ([`TaskExecutor::custom`], `spawn_blocking` for callbacks that block).
+    /// See [`TaskExecutor`] for the trade-off; Netty's `taskExecutor`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::{TaskExecutor, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let timer = Timer::builder().task_executor(TaskExecutor::driver()).build().unwrap();
+    /// let task = timer.schedule(Duration::from_millis(5), || println!("on the driver"));
+    /// timer.sleep(Duration::from_millis(5)).await;
+    /// assert!(task.is_expired());
+    /// # }
+    /// ```
+    #[doc(alias = "taskExecutor")]
+    #[must_use = "a Builder does nothing until `build` is called"]
+    pub fn task_executor(mut self, executor: TaskExecutor) -> Builder {
+        self.task_executor = executor;
+        self
+    }
+
     /// Builds the timer and spawns its driver.
+    ///
+    /// The 65th live timer of one runtime logs a `tracing::warn!`, once per
+    /// process: share one `Timer` per runtime (see [`Timer::new`]).
     ///
     /// # Errors
     ///
@@ -1021,7 +1081,7 @@ impl Builder {
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let tick_us = tick_ns.div_ceil(UNIT_NS);
         let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
-        driver::start(&handle, &shared);
+        driver::start(&handle, &shared, self.task_executor);
         Ok(Timer { shared })
     }
 }

@@ -17,7 +17,9 @@
 //! * a driver catch-up wakes in deadline order, bucket by bucket;
 //! * a task runs once, once its deadline passed, by the time tokio would
 //!   have fired it (or at the driver's next turn if it was due when
-//!   scheduled: never inline), never after it was cancelled;
+//!   scheduled: never inline), never after it was cancelled; tasks are
+//!   spawned (the default `TaskExecutor`), so the catch-up order holds
+//!   among timeouts and among tasks;
 //! * a cancelled timeout is never woken again;
 //! * `pending()` equals the model's count, and `deadline()` the model's.
 //!
@@ -784,15 +786,21 @@ impl Model {
         if order_matters {
             // A catch-up fires bucket by bucket. Only live timeouts can tell
             // their deadline; a cancelled one would have failed below.
+            // Tasks are spawned (the default `TaskExecutor`) and run after
+            // the turn's wakes, in the order they were spawned: the order
+            // holds among timeouts and among tasks.
             let res = self.shape.res();
-            let ticks: Vec<(usize, u64)> = woken
-                .iter()
-                .filter_map(|&id| self.fire_tick(id).map(|tick| (id, tick >> res)))
-                .collect();
-            ensure!(
-                ticks.windows(2).all(|w| w[0].1 <= w[1].1),
-                "woken out of deadline order: (id, tick) {ticks:?}"
-            );
+            for tasks in [false, true] {
+                let ticks: Vec<(usize, u64)> = woken
+                    .iter()
+                    .filter(|id| self.tasks.contains_key(id) == tasks)
+                    .filter_map(|&id| self.fire_tick(id).map(|tick| (id, tick >> res)))
+                    .collect();
+                ensure!(
+                    ticks.windows(2).all(|w| w[0].1 <= w[1].1),
+                    "woken out of deadline order: (id, tick) {ticks:?}"
+                );
+            }
         }
         let registered_late = self.account(true)?;
         if registered_late {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::advance;
-use hashwheel::Timer;
+use hashwheel::{TaskExecutor, Timer};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -67,6 +67,43 @@ async fn a_panicking_task_is_reported_with_warn() {
     timer.schedule(Duration::from_millis(1), || panic!("boom"));
     advance(Duration::from_millis(1)).await;
     assert!(capture.has(Level::WARN, "hashwheel: a scheduled task panicked"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_task_is_reported_with_warn_under_each_choice() {
+    let inline = TaskExecutor::custom(|callback| callback());
+    let queued = tokio::runtime::Handle::current();
+    let spawned = TaskExecutor::custom(move |callback| drop(queued.spawn(async { callback() })));
+    let choices = [
+        TaskExecutor::spawn(),
+        TaskExecutor::driver(),
+        inline,
+        spawned,
+    ];
+    for executor in choices {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let name = format!("{executor:?}");
+        let timer = Timer::builder().task_executor(executor).build().unwrap();
+        timer.schedule(Duration::from_millis(1), || panic!("boom"));
+        advance(Duration::from_millis(1)).await;
+        assert!(
+            capture.has(Level::WARN, "hashwheel: a scheduled task panicked"),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_executor_is_reported_with_warn() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let executor = TaskExecutor::custom(|_| panic!("executor down"));
+    let timer = Timer::builder().task_executor(executor).build().unwrap();
+    timer.schedule(Duration::from_millis(1), || {});
+    advance(Duration::from_millis(1)).await;
+    assert!(capture.has(Level::WARN, "hashwheel: the task executor panicked"));
+    assert!(!capture.has(Level::WARN, "hashwheel: a scheduled task panicked"));
 }
 
 #[tokio::test(start_paused = true)]

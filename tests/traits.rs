@@ -1,6 +1,6 @@
 //! Auto traits, decided on purpose and asserted at compile time.
 
-use hashwheel::{Builder, Elapsed, Error, TaskHandle, Timeout, Timer, WithTimeout};
+use hashwheel::{Builder, Elapsed, Error, TaskExecutor, TaskHandle, Timeout, Timer, WithTimeout};
 
 fn send_sync<T: Send + Sync>() {}
 fn unpin<T: Unpin>() {}
@@ -14,6 +14,7 @@ fn public_types_are_send_sync_and_debug() {
     send_sync::<Timeout>();
     send_sync::<TaskHandle>();
     send_sync::<Builder>();
+    send_sync::<TaskExecutor>();
     send_sync::<Error>();
     send_sync::<Elapsed>();
     send_sync::<WithTimeout<std::future::Ready<()>>>();
@@ -21,6 +22,7 @@ fn public_types_are_send_sync_and_debug() {
     debug::<Timeout>();
     debug::<TaskHandle>();
     debug::<Builder>();
+    debug::<TaskExecutor>();
     debug::<WithTimeout<std::future::Ready<()>>>();
     error::<Error>();
     error::<Elapsed>();
@@ -30,6 +32,8 @@ fn public_types_are_send_sync_and_debug() {
 fn handles_are_clone_and_timeouts_unpin() {
     clone::<Timer>();
     clone::<TaskHandle>();
+    clone::<TaskExecutor>();
+    clone::<Builder>();
     unpin::<Timeout>();
     unpin::<WithTimeout<std::future::Ready<()>>>();
 }

@@ -1,6 +1,7 @@
 //! Criterion micro-benchmarks of single operations, hashwheel beside
-//! `tokio::time`: schedule, cancel, reset and fire; and W1 through the
-//! `hashwheel::time` free functions (`-- w1`).
+//! `tokio::time`: schedule, cancel, reset and fire; `schedule` callbacks
+//! under each `TaskExecutor` beside a tokio task that sleeps; and W1
+//! through the `hashwheel::time` free functions (`-- w1`).
 //!
 //! ```text
 //! cargo bench -p hashwheel-benches --bench ops
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::task::noop_waker_ref;
-use hashwheel::{Timeout, Timer};
+use hashwheel::{TaskExecutor, Timeout, Timer};
 use tokio::runtime::Runtime;
 use tokio::time::{Instant, Sleep};
 
@@ -66,6 +67,26 @@ fn schedule(c: &mut Criterion) {
             start.elapsed()
         })
     });
+    for (name, executor) in executors() {
+        let timer = Timer::builder().task_executor(executor).build().unwrap();
+        g.bench_function(
+            BenchmarkId::new("hashwheel schedule(callback)", name),
+            |b| {
+                b.iter_custom(|iters| {
+                    let mut hold = Vec::with_capacity(iters as usize);
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        hold.push(timer.schedule(FAR, || {}));
+                    }
+                    let elapsed = start.elapsed();
+                    for task in hold {
+                        task.cancel();
+                    }
+                    elapsed
+                })
+            },
+        );
+    }
     g.bench_function(BenchmarkId::new("tokio", "Box::pin(sleep)+poll"), |b| {
         b.iter_custom(|iters| {
             let mut hold = Vec::with_capacity(iters as usize);
@@ -246,11 +267,72 @@ fn w1_free_functions(c: &mut Criterion) {
     g.finish();
 }
 
+/// The choices of where callbacks run that are timed here.
+fn executors() -> [(&'static str, TaskExecutor); 2] {
+    [
+        ("driver", TaskExecutor::driver()),
+        ("spawn (default)", TaskExecutor::spawn()),
+    ]
+}
+
+/// A callback's round trip: CPU time per callback to schedule it, find it
+/// due and run it (`iters` callbacks due 2 ms on), under each
+/// `TaskExecutor`, beside what tokio users write instead: a spawned task
+/// that sleeps, then calls.
+fn callback(c: &mut Criterion) {
+    let rt = runtime();
+    let mut g = c.benchmark_group("callback");
+    g.sample_size(20);
+    let delay = Duration::from_millis(2);
+    for (name, executor) in executors() {
+        let timer =
+            rt.block_on(async { Timer::builder().task_executor(executor).build().unwrap() });
+        g.bench_function(BenchmarkId::new("hashwheel schedule→run", name), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let ran = Arc::new(AtomicUsize::new(0));
+                    let cpu = cpu_time();
+                    for _ in 0..iters {
+                        let ran = ran.clone();
+                        timer.schedule(delay, move || {
+                            ran.fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                    while ran.load(Ordering::Relaxed) < iters as usize {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    cpu_time() - cpu
+                })
+            })
+        });
+    }
+    g.bench_function(BenchmarkId::new("tokio", "spawn(sleep, then call)"), |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let ran = Arc::new(AtomicUsize::new(0));
+                let cpu = cpu_time();
+                for _ in 0..iters {
+                    let ran = ran.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+                while ran.load(Ordering::Relaxed) < iters as usize {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                cpu_time() - cpu
+            })
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = schedule, cancel, reset, fire, w1_free_functions
+    targets = schedule, cancel, reset, fire, callback, w1_free_functions
 }
 criterion_main!(benches);

@@ -1,0 +1,134 @@
+//! The command line: which workloads run, and at what counts.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+pub struct Config {
+    pub quick: bool,
+    /// `--only=W1,W5`: run just these (for profiling).
+    pub only: Option<String>,
+    pub reps: usize,
+    pub w1_pairs: usize,
+    pub w2_hold: usize,
+    pub w3_timers: usize,
+    pub w4_tasks: usize,
+    pub w6_secs: u64,
+    pub w8_timers: usize,
+    pub w8_secs: u64,
+    /// W9 simulated connections (`--connections=N`).
+    pub w9_connections: usize,
+    /// W9 runtime worker threads (`--workers=N`).
+    pub w9_workers: usize,
+    pub w9_warmup_ms: u64,
+    pub w9_window_ms: u64,
+    pub q_pairs: usize,
+    pub q_hold: usize,
+    pub q_items: usize,
+    pub q_expire: usize,
+    /// Where the SVG charts go (`charts`), or `None` to draw none: the
+    /// repository's `docs/charts/` on a full run or with `--charts`, the
+    /// folder of `--charts=DIR` (relative to the repository's root), none
+    /// on a `--quick` run or with `--no-charts`.
+    pub charts: Option<PathBuf>,
+}
+
+/// The value of `--name=value`, if given (and parsable).
+pub fn arg<T: FromStr>(name: &str) -> Option<T> {
+    let prefix = format!("--{name}=");
+    std::env::args().find_map(|a| a.strip_prefix(&prefix).and_then(|v| v.parse().ok()))
+}
+
+impl Config {
+    pub fn runs(&self, id: &str) -> bool {
+        match self.only.as_deref() {
+            None => true,
+            Some(only) => only.split(',').any(|w| w == id),
+        }
+    }
+
+    pub fn from_args() -> Config {
+        let quick = std::env::args().any(|a| a == "--quick");
+        let only = arg("only");
+        let cfg = if quick {
+            Config {
+                quick,
+                only,
+                reps: 3,
+                w1_pairs: 200_000,
+                w2_hold: 200_000,
+                w3_timers: 20_000,
+                w4_tasks: 20_000,
+                w6_secs: 1,
+                w8_timers: 200_000,
+                w8_secs: 1,
+                w9_connections: 20_000,
+                w9_workers: 2,
+                w9_warmup_ms: 1_000,
+                w9_window_ms: 2_000,
+                q_pairs: 200_000,
+                q_hold: 200_000,
+                q_items: 20_000,
+                q_expire: 200_000,
+                charts: None,
+            }
+        } else {
+            Config {
+                quick,
+                only,
+                reps: 5,
+                w1_pairs: 1_000_000,
+                w2_hold: 1_000_000,
+                w3_timers: 100_000,
+                w4_tasks: 100_000,
+                w6_secs: 3,
+                w8_timers: 1_000_000,
+                w8_secs: 5,
+                w9_connections: 100_000,
+                w9_workers: 2,
+                w9_warmup_ms: 2_000,
+                w9_window_ms: 4_000,
+                q_pairs: 1_000_000,
+                q_hold: 1_000_000,
+                q_items: 100_000,
+                q_expire: 1_000_000,
+                charts: None,
+            }
+        };
+        Config {
+            w9_connections: arg("connections").unwrap_or(cfg.w9_connections),
+            w9_workers: arg("workers").unwrap_or(cfg.w9_workers),
+            w9_warmup_ms: arg("warmup-ms").unwrap_or(cfg.w9_warmup_ms),
+            w9_window_ms: arg("window-ms").unwrap_or(cfg.w9_window_ms),
+            charts: charts_dir(quick),
+            ..cfg
+        }
+    }
+}
+
+/// The repository's `docs/charts/`, found from the benches crate's own
+/// folder (a workspace member one level down), so that the charts land in
+/// the same place whatever folder `cargo bench` ran from.
+fn default_charts_dir() -> PathBuf {
+    repository().join("docs").join("charts")
+}
+
+/// The repository's root: the parent of this crate's folder.
+pub fn repository() -> PathBuf {
+    let benches = Path::new(env!("CARGO_MANIFEST_DIR"));
+    benches.parent().unwrap_or(benches).to_path_buf()
+}
+
+fn charts_dir(quick: bool) -> Option<PathBuf> {
+    let flag = |f: &str| std::env::args().any(|a| a == f);
+    if flag("--no-charts") {
+        None
+    } else if let Some(dir) = arg::<PathBuf>("charts") {
+        // Relative to the repository's root, not to `benches/` where cargo
+        // runs the bench.
+        Some(repository().join(dir))
+    } else if flag("--charts") || !quick {
+        Some(default_charts_dir())
+    } else {
+        None
+    }
+}

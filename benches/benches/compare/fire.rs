@@ -1,0 +1,69 @@
+//! W4: fire N spawned tasks spread over one second, 2 workers; lateness
+//! against `tokio::time`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use hashwheel::Timer;
+use tokio::runtime::Runtime;
+use tokio::time::Instant;
+
+use crate::common::{percentile, two_workers};
+use crate::config::Config;
+use crate::report::Row;
+
+/// Lateness in µs, signed (negative = early), sorted.
+fn w4_run(
+    rt: &Runtime,
+    tasks: usize,
+    sleep_until: impl Fn(Instant) -> Pin<Box<dyn Future<Output = ()> + Send>>,
+) -> Vec<i64> {
+    rt.block_on(async {
+        let base = Instant::now() + Duration::from_millis(300);
+        let handles: Vec<_> = (0..tasks)
+            .map(|i| {
+                let deadline = base + Duration::from_secs(1) * i as u32 / tasks as u32;
+                let fut = sleep_until(deadline);
+                tokio::spawn(async move {
+                    fut.await;
+                    let now = Instant::now();
+                    match now.checked_duration_since(deadline) {
+                        Some(late) => late.as_micros() as i64,
+                        None => -(deadline.duration_since(now).as_micros() as i64) - 1,
+                    }
+                })
+            })
+            .collect();
+        let mut late = Vec::with_capacity(tasks);
+        for h in handles {
+            late.push(h.await.unwrap());
+        }
+        late.sort_unstable();
+        late
+    })
+}
+
+pub fn w4(cfg: &Config) -> Vec<Row> {
+    let ours = {
+        let rt = two_workers();
+        let timer = rt.block_on(async { Timer::new() });
+        w4_run(&rt, cfg.w4_tasks, |d| Box::pin(timer.sleep_until(d)))
+    };
+    let tokio = w4_run(&two_workers(), cfg.w4_tasks, |d| {
+        Box::pin(tokio::time::sleep_until(d))
+    });
+    let early = |late: &[i64]| late.iter().filter(|&&l| l < 0).count();
+    assert_eq!(early(&ours), 0, "hashwheel fired early");
+    let row = |figure: &str, p: f64| {
+        Row::new("W4", figure, percentile(&ours, p))
+            .tokio(percentile(&tokio, p))
+            .places(3)
+    };
+    vec![
+        row("fire: lateness p50, ms", 0.5),
+        row("fire: lateness p99, ms", 0.99),
+        row("fire: lateness max, ms", 1.0),
+        row("fire: lateness min (≥ 0: never early), ms", 0.0),
+    ]
+}

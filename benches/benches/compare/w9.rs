@@ -1,0 +1,299 @@
+//! W9: heartbeat storm. N tasks, each with a 1 s heartbeat interval and a
+//! 30 s idle timeout reset after every heartbeat; each contender in a child
+//! process of this binary.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hashwheel::Timer;
+use tokio::runtime::Builder;
+use tokio::time::Instant;
+
+use crate::common::{cpu_time, D30};
+use crate::config::Config;
+use crate::report::Row;
+
+/// Lateness histogram of one worker thread, in µs: exact below 128 µs, then
+/// 64 sub-buckets per power of two (within 1.6%). One writer (its thread),
+/// so plain relaxed load + store; read once the window is over.
+struct Hist {
+    buckets: Vec<AtomicU64>,
+    /// Exact extremes, signed µs (negative: early).
+    min: AtomicI64,
+    max: AtomicI64,
+}
+
+const HIST_BUCKETS: usize = 128 + 64 * 58;
+
+impl Hist {
+    fn new() -> Hist {
+        Hist {
+            buckets: (0..HIST_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            min: AtomicI64::new(i64::MAX),
+            max: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    fn bucket(us: u64) -> usize {
+        if us < 128 {
+            us as usize
+        } else {
+            let e = 63 - us.leading_zeros() as usize; // ≥ 7
+            128 + (e - 7) * 64 + ((us >> (e - 6)) & 63) as usize
+        }
+    }
+
+    /// The smallest value of bucket `i`.
+    fn floor(i: usize) -> u64 {
+        if i < 128 {
+            i as u64
+        } else {
+            let (e, sub) = ((i - 128) / 64 + 7, (i - 128) % 64);
+            (64 + sub as u64) << (e - 6)
+        }
+    }
+
+    fn record(&self, late_us: i64) {
+        let b = &self.buckets[Hist::bucket(late_us.max(0) as u64)];
+        b.store(b.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if late_us < self.min.load(Ordering::Relaxed) {
+            self.min.store(late_us, Ordering::Relaxed);
+        }
+        if late_us > self.max.load(Ordering::Relaxed) {
+            self.max.store(late_us, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Every worker thread's histogram, summed at the end of the window.
+static HISTS: Mutex<Vec<Arc<Hist>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static HIST: Arc<Hist> = {
+        let h = Arc::new(Hist::new());
+        HISTS.lock().unwrap().push(h.clone());
+        h
+    };
+}
+
+/// Records one heartbeat's lateness if it was due within `window`.
+fn w9_record(due: Instant, window: (Instant, Instant)) {
+    if due < window.0 || due >= window.1 {
+        return;
+    }
+    let now = Instant::now();
+    let late = match now.checked_duration_since(due) {
+        Some(late) => late.as_micros() as i64,
+        None => -(due.duration_since(now).as_micros() as i64) - 1,
+    };
+    HIST.with(|h| h.record(late));
+}
+
+/// Count, min, p50, p99, max of all threads' histograms, in µs.
+fn w9_lateness() -> (u64, i64, u64, u64, i64) {
+    let hists = HISTS.lock().unwrap();
+    let mut sum = vec![0u64; HIST_BUCKETS];
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for h in hists.iter() {
+        for (s, b) in sum.iter_mut().zip(&h.buckets) {
+            *s += b.load(Ordering::Relaxed);
+        }
+        min = min.min(h.min.load(Ordering::Relaxed));
+        max = max.max(h.max.load(Ordering::Relaxed));
+    }
+    let count: u64 = sum.iter().sum();
+    let at = |p: f64| {
+        let rank = ((count.saturating_sub(1)) as f64 * p).round() as u64;
+        let mut seen = 0;
+        for (i, &n) in sum.iter().enumerate() {
+            seen += n;
+            if seen > rank {
+                return Hist::floor(i);
+            }
+        }
+        0
+    };
+    (count, min, at(0.5), at(0.99), max)
+}
+
+fn rusage_switches() -> u64 {
+    // SAFETY: `usage` is a valid, writable rusage for the call's duration.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(rc, 0, "getrusage failed");
+    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+}
+
+/// Resident set size in bytes, from `/proc/self/statm`.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+async fn w9_conn_hashwheel(timer: Timer, first: Instant, window: (Instant, Instant)) {
+    let mut hb = timer.interval_at(first, HEARTBEAT);
+    let mut idle = timer.sleep(D30);
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.reset(D30);
+            }
+            _ = &mut idle => break,
+        }
+    }
+}
+
+async fn w9_conn_tokio(first: Instant, window: (Instant, Instant)) {
+    let mut hb = tokio::time::interval_at(first, HEARTBEAT);
+    let mut idle = Box::pin(tokio::time::sleep(D30));
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.as_mut().reset(Instant::now() + D30);
+            }
+            _ = idle.as_mut() => break,
+        }
+    }
+}
+
+/// The child: runs one contender's heartbeat storm and prints its figures
+/// as one `W9CHILD key=value ...` line on stdout.
+pub fn w9_child(which: &str, cfg: &Config) {
+    let n = cfg.w9_connections;
+    let rt = Builder::new_multi_thread()
+        .worker_threads(cfg.w9_workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    let timer = (which == "hashwheel").then(|| rt.block_on(async { Timer::new() }));
+    let rss_base = rss_bytes();
+    let start = Instant::now() + Duration::from_millis(100);
+    let window = (
+        start + Duration::from_millis(cfg.w9_warmup_ms),
+        start + Duration::from_millis(cfg.w9_warmup_ms + cfg.w9_window_ms),
+    );
+    for i in 0..n {
+        let first = start + HEARTBEAT * i as u32 / n as u32;
+        match &timer {
+            Some(timer) => rt.spawn(w9_conn_hashwheel(timer.clone(), first, window)),
+            None => rt.spawn(w9_conn_tokio(first, window)),
+        };
+    }
+    std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
+    let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
+    let wake0 = timer.as_ref().map_or(0, Timer::driver_wakeups);
+    std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
+    let (cpu1, csw1, wall) = (cpu_time(), rusage_switches(), wall0.elapsed());
+    let wake1 = timer.as_ref().map_or(0, Timer::driver_wakeups);
+    let rss = rss_bytes();
+    // Let heartbeats due just before the window's end come in (late ones
+    // are recorded when they return).
+    std::thread::sleep(Duration::from_millis(300));
+    let (count, min, p50, p99, max) = w9_lateness();
+    let secs = wall.as_secs_f64();
+    println!(
+        "W9CHILD cpu_ms_s={:.3} csw_s={:.1} wake_s={:.1} rss={} rss_base={} count={} \
+         min_us={} p50_us={} p99_us={} max_us={}",
+        (cpu1 - cpu0).as_secs_f64() * 1000.0 / secs,
+        (csw1 - csw0) as f64 / secs,
+        (wake1 - wake0) as f64 / secs,
+        rss,
+        rss_base,
+        count,
+        min,
+        p50,
+        p99,
+        max,
+    );
+    // Tearing 100,000 tasks down is no part of the figures.
+    std::process::exit(0);
+}
+
+/// Runs a W9 child for `which`; returns its `key=value` figures.
+fn w9_run(which: &str, cfg: &Config) -> Vec<(String, f64)> {
+    let exe = std::env::current_exe().expect("current_exe");
+    let out = std::process::Command::new(exe)
+        .arg(format!("--w9-child={which}"))
+        .arg(format!("--connections={}", cfg.w9_connections))
+        .arg(format!("--workers={}", cfg.w9_workers))
+        .arg(format!("--warmup-ms={}", cfg.w9_warmup_ms))
+        .arg(format!("--window-ms={}", cfg.w9_window_ms))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("W9 child failed to start");
+    assert!(
+        out.status.success(),
+        "W9 child {which} failed: {}",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("W9CHILD "))
+        .unwrap_or_else(|| panic!("W9 child {which} printed no figures: {stdout}"));
+    line.split_whitespace()
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+pub fn w9(cfg: &Config) -> Vec<Row> {
+    let ours = w9_run("hashwheel", cfg);
+    let tokio = w9_run("tokio", cfg);
+    let get = |v: &[(String, f64)], k: &str| {
+        v.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, x)| *x)
+            .unwrap_or_else(|| panic!("W9 child gave no {k}"))
+    };
+    let n = cfg.w9_connections;
+    let expected = (n as u64 * cfg.w9_window_ms / 1000) as f64;
+    for (name, v) in [("hashwheel", &ours), ("tokio", &tokio)] {
+        let count = get(v, "count");
+        if count < expected * 0.99 {
+            eprintln!("W9: {name} recorded {count} heartbeats of {expected} due in the window");
+        }
+    }
+    assert!(get(&ours, "min_us") >= 0.0, "hashwheel heartbeat early");
+    let label = format!("heartbeat storm ({n} conns, {} workers)", cfg.w9_workers);
+    let row = |figure: &str, k: &str, scale: f64, places: usize| {
+        Row::new("W9", format!("{label}: {figure}"), get(&ours, k) * scale)
+            .tokio(get(&tokio, k) * scale)
+            .places(places)
+    };
+    let per_conn = |v: &[(String, f64)]| (get(v, "rss") - get(v, "rss_base")) / n as f64;
+    vec![
+        row("CPU ms/s", "cpu_ms_s", 1.0, 1).chart("W9 cpu"),
+        row("context switches/s", "csw_s", 1.0, 0).chart("W9 csw"),
+        row("lateness p50, ms", "p50_us", 1e-3, 3).chart("W9 p50"),
+        row("lateness p99, ms", "p99_us", 1e-3, 3).chart("W9 p99"),
+        row("lateness max, ms", "max_us", 1e-3, 3),
+        row("lateness min (≥ 0: never early), ms", "min_us", 1e-3, 3),
+        row("RSS, MiB", "rss", 1.0 / (1024.0 * 1024.0), 1),
+        Row::new(
+            "W9",
+            format!("{label}: RSS growth, bytes/connection"),
+            per_conn(&ours),
+        )
+        .tokio(per_conn(&tokio))
+        .places(0),
+        Row::new(
+            "W9",
+            format!("{label}: driver wake-ups/s"),
+            get(&ours, "wake_s"),
+        ),
+    ]
+}
