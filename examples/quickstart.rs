@@ -1,5 +1,12 @@
-//! A tour of hashwheel: schedule, cancel, reset and fire timeouts, wrap a
-//! future with a deadline, and run a Netty-style callback.
+//! A tour of hashwheel: first the `tokio::time` way (`hashwheel::time`'s
+//! free functions on the runtime's default timer, switched by a `use`
+//! line), then a `Timer` handle: schedule, cancel, reset and fire timeouts,
+//! wrap a future with a deadline, and run a Netty-style callback.
+//!
+//! Keep a handle when you want several timers, a configured `Builder`
+//! (tick, wheel size, `max_pending`), its stats, callbacks or the `try_`
+//! methods; the free functions are enough for code written against
+//! `tokio::time`.
 //!
 //! Run with `cargo run --release --example quickstart`.
 
@@ -12,6 +19,22 @@ use tokio::time::Instant;
 
 #[tokio::main]
 async fn main() {
+    // 0. The `tokio::time` way: the same free functions, on this runtime's
+    //    default timer. Was: `use tokio::time::{sleep, timeout};`
+    {
+        use hashwheel::time::{sleep, timeout};
+        let start = Instant::now();
+        sleep(Duration::from_millis(5)).await;
+        let res = timeout(Duration::from_millis(5), std::future::pending::<()>()).await;
+        println!(
+            "[{:>4} ms] hashwheel::time: slept 5 ms, then timed out: {}; default timer fired {}",
+            start.elapsed().as_millis(),
+            res.is_err(),
+            Timer::current().stats().fired
+        );
+    }
+
+    // A handle of your own: configured, with stats, callbacks and `stop`.
     let timer = Timer::builder()
         .tick(Duration::from_millis(1))
         .wheel_size(512)

@@ -1,12 +1,16 @@
 //! An expiring cache: values in a `HashMap`, their expiry in a
-//! `DelayQueue`, with the time to live reset on every read, as with
-//! tokio-util's `DelayQueue` (only the `use` line differs).
+//! `DelayQueue`, with the time to live reset on every read. It is written
+//! against tokio-util's `DelayQueue` API: with
+//! `use tokio_util::time::delay_queue::{DelayQueue, Key};` in place of the
+//! `hashwheel` line it compiles and runs the same.
 //!
-//! One task serves 2,000 reads a second for 2 s: most go to a few hot keys,
-//! which stay cached because every read resets their 200 ms TTL; the rest go
-//! to many cold keys, which are fetched on a miss and expire unread. The
-//! same task drains the queue's stream of expired keys. It prints the hit,
-//! miss and expiry counts every half second, then exits.
+//! One task serves 2,000 requests a second for 2 s: most are reads of a few
+//! hot keys, which stay cached because every read resets their 200 ms TTL;
+//! some go to many cold keys, which are fetched on a miss and expire
+//! unread; one in twenty is a write, which replaces the value and its
+//! expiry (removing the old one from the queue). The same task drains the
+//! queue's stream of expired keys. It prints the hit, miss, write and expiry
+//! counts every half second, then exits.
 //!
 //! ```text
 //! cargo run --example ttl_cache
@@ -16,7 +20,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use hashwheel::delay_queue::{DelayQueue, Key};
+use hashwheel::delay_queue::{DelayQueue, Expired, Key};
 use tokio::time::{interval, sleep, Instant, MissedTickBehavior};
 
 const TTL: Duration = Duration::from_millis(200);
@@ -27,6 +31,7 @@ const COLD_KEYS: u64 = 5_000;
 struct Stats {
     hits: u64,
     misses: u64,
+    writes: u64,
     expired: u64,
 }
 
@@ -53,10 +58,13 @@ impl Cache {
         Some(value)
     }
 
+    /// A write: the new value gets a fresh TTL, and the old expiry leaves
+    /// the queue.
     fn insert(&mut self, key: u64, value: String) {
         let expiry = self.expirations.insert(key, TTL);
         if let Some((_, old)) = self.entries.insert(key, (value, expiry)) {
-            self.expirations.remove(&old);
+            let removed = self.expirations.remove(&old);
+            assert_eq!(*removed.get_ref(), key);
         }
     }
 
@@ -70,13 +78,20 @@ impl Cache {
         }
     }
 
-    fn expire(&mut self, key: u64) {
+    /// Serves a write of `key`.
+    fn write(&mut self, key: u64) {
+        self.stats.writes += 1;
+        self.insert(key, format!("value {} of {key}", self.stats.writes));
+    }
+
+    fn expire(&mut self, expired: Expired<u64>) {
+        let key = *expired.get_ref();
         let (_, expiry) = self
             .entries
             .remove(&key)
             .expect("an expiry without its entry");
-        // The key has left the queue: it names nothing any more.
-        assert!(self.expirations.deadline(&expiry).is_none());
+        // A write removes the old expiry, so what comes out is the latest.
+        assert_eq!(expiry, expired.key());
         self.stats.expired += 1;
     }
 }
@@ -92,14 +107,15 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    /// 80% of reads go to the hot keys.
-    fn key(&mut self) -> u64 {
+    /// 80% of requests go to the hot keys; one in twenty is a write.
+    fn request(&mut self) -> (u64, bool) {
         let n = self.next();
-        if n % 10 < 8 {
+        let key = if n % 10 < 8 {
             n / 10 % HOT_KEYS
         } else {
             HOT_KEYS + n / 10 % COLD_KEYS
-        }
+        };
+        (key, n / 100_000 % 20 == 0)
     }
 }
 
@@ -108,7 +124,7 @@ async fn main() {
     let start = Instant::now();
     let mut cache = Cache::new();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    // Two reads a millisecond (tokio's timer resolution).
+    // Two requests a millisecond (tokio's timer resolution).
     let mut reads = interval(Duration::from_millis(1));
     reads.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut report = interval(Duration::from_millis(500));
@@ -116,21 +132,26 @@ async fn main() {
     let end = sleep(Duration::from_secs(2));
     tokio::pin!(end);
 
-    println!("  time   hits  misses  expired  cached");
+    println!("  time   hits  misses  writes  expired  cached");
     loop {
         tokio::select! {
             _ = reads.tick() => {
-                cache.read(rng.key());
-                cache.read(rng.key());
+                for _ in 0..2 {
+                    match rng.request() {
+                        (key, true) => cache.write(key),
+                        (key, false) => cache.read(key),
+                    }
+                }
             }
-            Some(expired) = cache.expirations.next() => cache.expire(expired.into_inner()),
+            Some(expired) = cache.expirations.next() => cache.expire(expired),
             _ = report.tick() => {
                 let s = &cache.stats;
                 println!(
-                    "{:>5} ms {:>6} {:>7} {:>8} {:>7}",
+                    "{:>5} ms {:>6} {:>7} {:>7} {:>8} {:>7}",
                     start.elapsed().as_millis(),
                     s.hits,
                     s.misses,
+                    s.writes,
                     s.expired,
                     cache.entries.len(),
                 );
@@ -143,7 +164,8 @@ async fn main() {
     let s = &cache.stats;
     let reads = s.hits + s.misses;
     println!(
-        "{reads} reads in {} ms: {} hits ({:.0}%), {} misses, {} expired, {} cached at the end",
+        "{reads} reads and {} writes in {} ms: {} hits ({:.0}%), {} misses, {} expired, {} cached at the end",
+        s.writes,
         start.elapsed().as_millis(),
         s.hits,
         100.0 * s.hits as f64 / reads.max(1) as f64,

@@ -784,6 +784,21 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// `Err` with why the timer stopped, if it did.
+    pub(crate) fn check_running(&self) -> Result<(), Error> {
+        match self.shared.common.stop_reason() {
+            Some(reason) => Err(Error::stopped(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `self` and `other` are handles to the same timer.
+    pub(crate) fn same(&self, other: &Timer) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
 impl fmt::Debug for Timer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timer")

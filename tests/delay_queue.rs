@@ -37,7 +37,7 @@ async fn an_item_comes_out_at_its_deadline_and_not_before() {
     let mut queue = task::spawn(DelayQueue::new());
     let start = Instant::now();
     let key = queue.insert("a", ms(5));
-    assert_eq!(queue.deadline(&key), Some(start + ms(5)));
+    assert_eq!(queue.try_deadline(&key), Some(start + ms(5)));
     assert_pending!(queue.poll_next());
 
     advance(ms(4)).await;
@@ -137,7 +137,7 @@ async fn reset_earlier_wakes_and_fires_at_the_new_deadline() {
     assert_pending!(queue.poll_next());
     queue.reset(&key, ms(10));
     assert!(queue.is_woken());
-    assert_eq!(queue.deadline(&key), Some(start + ms(10)));
+    assert_eq!(queue.try_deadline(&key), Some(start + ms(10)));
     assert_pending!(queue.poll_next());
     advance(ms(10)).await;
     assert!(queue.is_woken());
@@ -225,7 +225,7 @@ async fn clear_wakes_ends_the_stream_and_keeps_the_capacity() {
     assert!(queue.is_empty() && queue.capacity() >= 16);
     assert!(assert_ready!(queue.poll_next()).is_none());
     for key in &keys {
-        assert!(queue.deadline(key).is_none());
+        assert!(queue.try_deadline(key).is_none());
     }
     advance(ms(100)).await;
     assert!(assert_ready!(queue.poll_next()).is_none());
@@ -239,7 +239,7 @@ async fn stale_keys_never_touch_the_item_that_reuses_their_slot() {
     let reuser = queue.insert("reuser", ms(5));
     assert_ne!(removed, reuser);
     assert!(queue.try_remove(&removed).is_none());
-    assert!(queue.deadline(&removed).is_none());
+    assert!(queue.try_deadline(&removed).is_none());
 
     advance(ms(5)).await;
     let expired = next(&mut queue).key();
@@ -250,7 +250,7 @@ async fn stale_keys_never_touch_the_item_that_reuses_their_slot() {
     let mut other = DelayQueue::new();
     let foreign = other.insert("foreign", ms(5));
     assert!(queue.try_remove(&foreign).is_none());
-    assert!(queue.deadline(&foreign).is_none());
+    assert!(queue.try_deadline(&foreign).is_none());
     assert_eq!(queue.len(), 1);
     assert_eq!(queue.remove(&reuser2).into_inner(), "reuser2");
     assert_eq!(other.remove(&foreign).into_inner(), "foreign");
@@ -279,7 +279,7 @@ fn panic_location(f: impl FnOnce() + std::panic::UnwindSafe) -> (String, String)
 }
 
 #[test]
-fn remove_and_reset_with_a_stale_key_panic_at_the_caller() {
+fn remove_reset_and_deadline_with_a_stale_key_panic_at_the_caller() {
     // No runtime needed: inserts, removals and resets never touch tokio's timer.
     let mut queue = DelayQueue::new();
     let key = queue.insert("a", ms(5));
@@ -311,7 +311,28 @@ fn remove_and_reset_with_a_stale_key_panic_at_the_caller() {
         message.contains("DelayQueue::reset_at with a key"),
         "{message}"
     );
+
+    // `deadline` panics as tokio-util's does; `try_deadline` says `None`.
+    let q = std::panic::AssertUnwindSafe(&mut queue);
+    let (file, message) = panic_location(move || {
+        let _ = q.deadline(&key);
+    });
+    assert!(file.contains("tests"), "{file}");
+    assert!(
+        message.contains("DelayQueue::deadline with a key that names no item"),
+        "{message}"
+    );
+    assert_eq!(queue.try_deadline(&key), None);
     assert!(queue.is_empty());
+}
+
+#[test]
+fn keys_debug_like_tokio_util() {
+    let mut queue = DelayQueue::new();
+    let key = queue.insert((), ms(5));
+    assert_eq!(format!("{key:?}"), "Key { index: 0 }");
+    let key = queue.insert((), ms(5));
+    assert_eq!(format!("{key:?}"), "Key { index: 1 }");
 }
 
 #[tokio::test(start_paused = true)]
@@ -360,7 +381,10 @@ async fn compact_and_shrink_keep_keys_and_give_memory_back() {
     queue.compact();
     assert_eq!((queue.len(), queue.capacity()), (3, 3));
     for (i, key) in keys.iter().enumerate().skip(7) {
-        assert_eq!(queue.deadline(key), Some(start + ms(10 * (i as u64 + 1))));
+        assert_eq!(
+            queue.try_deadline(key),
+            Some(start + ms(10 * (i as u64 + 1)))
+        );
     }
     queue.reset(&keys[9], ms(75));
     advance(ms(100)).await;
@@ -383,8 +407,8 @@ async fn deadlines_years_away_come_out_on_time_and_overflow_means_never() {
     let far = queue.insert("ten years", 10 * YEAR);
     let never = queue.insert("never", Duration::MAX);
     queue.insert("soon", ms(1));
-    assert_eq!(queue.deadline(&far), Some(start + 10 * YEAR));
-    assert!(queue.deadline(&never).unwrap() > start + 200 * YEAR);
+    assert_eq!(queue.try_deadline(&far), Some(start + 10 * YEAR));
+    assert!(queue.try_deadline(&never).unwrap() > start + 200 * YEAR);
     advance(ms(1)).await;
     assert_eq!(drain(&mut queue), ["soon"]);
     advance(10 * YEAR - ms(2)).await;
@@ -405,7 +429,7 @@ async fn sub_millisecond_deadlines_keep_an_eighth_of_a_millisecond() {
     let key = queue.insert("a", Duration::from_micros(300));
     // Rounded up to 125 µs, not to tokio's millisecond.
     assert_eq!(
-        queue.deadline(&key),
+        queue.try_deadline(&key),
         Some(start + Duration::from_micros(375))
     );
     assert_pending!(queue.poll_next());
@@ -428,5 +452,6 @@ fn queues_and_keys_are_plain_data() {
     let key = queue.insert(1, ms(5));
     assert!(format!("{queue:?}").contains("len: 1"));
     assert!(format!("{key:?}").starts_with("Key"));
-    assert_eq!(std::mem::size_of::<Key>(), 8);
+    // A 64-bit generation (tokio-util's key is 8 bytes, an index alone).
+    assert_eq!(std::mem::size_of::<Key>(), 12);
 }

@@ -126,7 +126,7 @@ impl Model {
             ));
         }
         for (key, item) in self.items.values() {
-            let got = self.queue.deadline(key);
+            let got = self.queue.try_deadline(key);
             let ok = match item.due {
                 Some(due) => got == Some(due),
                 None => got.is_some_and(|d| d > self.start + 200 * YEAR),
@@ -136,7 +136,7 @@ impl Model {
             }
         }
         for key in self.stale.iter().rev().take(4) {
-            if self.queue.deadline(key).is_some() {
+            if self.queue.try_deadline(key).is_some() {
                 return Err(format!("stale key {key:?} still has a deadline"));
             }
         }

@@ -125,6 +125,96 @@ fn stale_keys_never_touch_the_entry_that_reuses_their_slot() {
     assert_eq!(other.remove(foreign), Some("foreign"));
 }
 
+/// Regression: generations came from one process-wide 32-bit counter in
+/// blocks of 4,096 per wheel, so it wrapped after 2^20 wheels that inserted
+/// at least once (a `DelayQueue` per connection gets there within a day),
+/// and a stale key then reached a live item of its own queue or another.
+/// Wheels of one bucket and one ring slot make this cheap.
+#[test]
+fn keys_stay_unique_across_more_than_a_million_wheels() {
+    let mut first = Wheel::with_shape(1, 1);
+    let stale = first.insert(5, "removed");
+    assert_eq!(first.remove(stale), Some("removed"));
+
+    const WHEELS: usize = (1 << 20) + (1 << 13);
+    let mut keys = std::collections::HashSet::with_capacity(WHEELS);
+    for _ in 0..WHEELS {
+        // A queue per connection: an item or two, the slot reused.
+        let mut wheel = Wheel::with_shape(1, 1);
+        let gone = wheel.insert(1, ());
+        wheel.remove(gone);
+        let live = wheel.insert(1, ());
+        assert!(!wheel.contains(gone) && !wheel.contains(stale));
+        assert!(!first.contains(live));
+        assert!(keys.insert(live), "a key handed out twice: {live:?}");
+    }
+    assert!(!keys.contains(&stale));
+
+    // The first wheel's slot, reused many times over: the stale key reaches
+    // none of its new entries.
+    for _ in 0..(1 << 13) {
+        let live = first.insert(5, "live");
+        assert!(first.remove(stale).is_none());
+        assert!(!keys.contains(&live));
+        assert_eq!(first.remove(live), Some("live"));
+    }
+}
+
+#[test]
+fn entries_of_one_tick_come_out_last_in_first_out() {
+    let mut wheel = Wheel::new();
+    for value in ["a", "b", "c"] {
+        wheel.insert(5, value);
+    }
+    let c = wheel.peek().unwrap();
+    assert_eq!(wheel.get(c), Some(&"c"));
+    assert_eq!(values(drain(&mut wheel, 5)), ["c", "b", "a"]);
+}
+
+#[test]
+fn clear_keeps_the_cursor_and_elapsed_reads_it() {
+    let mut wheel = Wheel::new();
+    assert_eq!(wheel.elapsed(), None);
+    wheel.insert(3, "a");
+    assert!(drain(&mut wheel, 1_000).len() == 1);
+    assert_eq!(wheel.elapsed(), Some(1_000));
+    wheel.clear();
+    assert_eq!(wheel.elapsed(), Some(1_000));
+    // Tick 500 has been polled: due at once, whatever tick is polled next.
+    wheel.insert(500, "b");
+    wheel.insert(2_000, "c");
+    assert_eq!(values(drain(&mut wheel, 10)), ["b"]);
+    assert_eq!(
+        wheel.elapsed(),
+        Some(1_000),
+        "a `now` below it polls it again"
+    );
+}
+
+#[test]
+fn next_tick_wakes_early_and_empty_for_entries_past_the_ring() {
+    // 4 buckets × 4 ring slots: entries more than 16 ticks away share ring
+    // slots with nearer turns.
+    let mut wheel = Wheel::with_shape(4, 4);
+    wheel.insert(100, "far");
+    let mut early_wakes = 0;
+    loop {
+        let next = wheel.next_tick().unwrap();
+        assert!(next <= 100, "never late");
+        let due = drain(&mut wheel, next);
+        if !due.is_empty() {
+            assert_eq!((next, values(due)), (100, vec!["far"]));
+            break;
+        }
+        early_wakes += 1;
+        assert!(
+            early_wakes < 100 / 16 + 2,
+            "about once per turn of the ring"
+        );
+    }
+    assert!(early_wakes >= 1, "woke early at least once");
+}
+
 #[test]
 fn ticks_past_the_horizon_never_come_due() {
     let mut wheel = Wheel::new();

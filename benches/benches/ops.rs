@@ -1,6 +1,7 @@
 //! Criterion micro-benchmarks of single operations, hashwheel beside
-//! `tokio::time`: schedule, cancel, reset and fire, and `schedule`
-//! callbacks under each `TaskExecutor` beside a tokio task that sleeps.
+//! `tokio::time`: schedule, cancel, reset and fire; `schedule` callbacks
+//! under each `TaskExecutor` beside a tokio task that sleeps; and W1
+//! through the `hashwheel::time` free functions (`-- w1`).
 //!
 //! ```text
 //! cargo bench -p hashwheel-benches --bench ops
@@ -240,6 +241,32 @@ fn fire(c: &mut Criterion) {
     g.finish();
 }
 
+/// W1 (schedule + cancel: a 30 s sleep, polled once, dropped) three ways:
+/// through a `Timer` handle, through the `hashwheel::time` free functions
+/// (which find the runtime's default timer on every call, as
+/// `tokio::time::sleep` finds the runtime's driver), and on `tokio::time`.
+fn w1_free_functions(c: &mut Criterion) {
+    let rt = runtime();
+    let _guard = rt.enter();
+    let timer = Timer::new();
+    let waker = noop_waker_ref();
+    let mut g = c.benchmark_group("w1");
+    g.bench_function(BenchmarkId::new("hashwheel", "Timer::sleep"), |b| {
+        b.iter(|| drop(ours(&timer, FAR, waker)))
+    });
+    g.bench_function(BenchmarkId::new("hashwheel", "time::sleep"), |b| {
+        b.iter(|| {
+            let mut s = hashwheel::time::sleep(FAR);
+            poll_once(Pin::new(&mut s), waker);
+            drop(s);
+        })
+    });
+    g.bench_function(BenchmarkId::new("tokio", "Box::pin(sleep)"), |b| {
+        b.iter(|| drop(theirs(FAR, waker)))
+    });
+    g.finish();
+}
+
 /// The choices of where callbacks run that are timed here.
 fn executors() -> [(&'static str, TaskExecutor); 2] {
     [
@@ -306,6 +333,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = schedule, cancel, reset, fire, callback
+    targets = schedule, cancel, reset, fire, callback, w1_free_functions
 }
 criterion_main!(benches);

@@ -1,7 +1,7 @@
 //! The hashed wheel on its own: no clock, no runtime, no lock.
 //!
-//! [`Wheel`] is the data structure under [`Timer`](crate::Timer) and
-//! [`DelayQueue`](crate::DelayQueue), for event loops that tokio does not
+//! [`Wheel`] is the data structure under hashwheel's `Timer` and
+//! `DelayQueue` (feature `tokio`), for event loops that tokio does not
 //! drive: mio or io_uring loops, game and simulation loops, embedded
 //! schedulers. Time is a tick number that you choose and feed in: insert a
 //! value at a tick and get a [`Key`]; [`remove`](Wheel::remove) or
@@ -22,14 +22,18 @@
 //!
 //! # Keys
 //!
-//! A [`Key`] names one entry for as long as it is in the wheel. Each carries
-//! a generation, so a stale key (its entry removed or polled out, the wheel
-//! cleared, or a key of another wheel) never reaches the entry that reuses
-//! its slot: [`remove`](Wheel::remove), [`get`](Wheel::get) and
-//! [`tick`](Wheel::tick) return `None` and [`reset`](Wheel::reset) returns
-//! `false`. Generations come from one process-wide 32-bit counter, so the
-//! only way for a stale key to match is for 2^32 more entries to be
-//! inserted in the process with one of them landing on its slot.
+//! A [`Key`] names one entry for as long as it is in the wheel, and never
+//! another. Each carries a 64-bit generation that no other key of the
+//! process has had: generations come from one process-wide counter, handed
+//! to each wheel in blocks (16 at first, doubling up to 4,096). So a stale
+//! key (its entry removed or polled out, the wheel cleared) or a key of
+//! another wheel never reaches the entry that reuses its slot, however many
+//! wheels the process makes and entries it inserts:
+//! [`remove`](Wheel::remove), [`get`](Wheel::get) and [`tick`](Wheel::tick)
+//! return `None` and [`reset`](Wheel::reset) returns `false`. The counter
+//! would run out after 2^64 generations (2^60 wheels, or centuries of
+//! inserts at any rate a machine reaches); should it ever, `insert` panics
+//! rather than hand one out again.
 //!
 //! # Cost
 //!
@@ -41,8 +45,9 @@
 //! | [`peek`](Wheel::peek) | O(1) while the current round has entries; else a scan of ring slots |
 //! | [`compact`](Wheel::compact) | O(len) |
 //!
-//! An entry takes the value plus 16 bytes (24 for `()`) in the slab, and a
-//! key is 8 bytes (`Option<Key>` too). The wheel itself is two arrays of
+//! An entry takes 24 bytes plus the value, rounded up to 8 (24 in all for
+//! `()`, 32 for a `u64`) in the slab, and a key is 12 bytes (`Option<Key>`
+//! too). The wheel itself is two arrays of
 //! `u32` list heads, buckets and ring slots (2 KiB each by default).
 //!
 //! # Examples
@@ -91,7 +96,7 @@ pub(crate) mod raw;
 use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// The last tick that comes due: 2^62 − 3. Entries at later ticks never
 /// come due; [`Wheel::tick`] reads them back as `u64::MAX`.
@@ -101,11 +106,18 @@ pub const MAX_TICK: u64 = raw::NEVER - 2;
 /// round ring slots (turns of the wheel the ring covers).
 const DEFAULT_SLOTS: usize = 512;
 
-/// Generations are handed to wheels in blocks of this many, from one
-/// process-wide counter: one atomic add per block, and no generation is
-/// handed out twice until 2^32 have been.
-const GENERATION_BLOCK: u32 = 1 << 12;
-static NEXT_BLOCK: AtomicU32 = AtomicU32::new(0);
+/// Generations are handed to wheels in blocks from one process-wide 64-bit
+/// counter: a wheel's first block is small (a queue per connection that
+/// inserts a few items uses up little), and each next one twice as large,
+/// up to this many; one lock of [`NEXT_GENERATION`] per block.
+const MAX_GENERATION_BLOCK: u64 = 1 << 12;
+const FIRST_GENERATION_BLOCK: u64 = 1 << 4;
+/// The first generation not yet handed to a wheel. A `Mutex` rather than an
+/// `AtomicU64` so that the wheel builds on targets without 64-bit atomics;
+/// it is taken once per block.
+static NEXT_GENERATION: Mutex<u64> = Mutex::new(1);
+/// Past this, the counter refuses to hand out blocks (so it never wraps).
+const LAST_GENERATION: u64 = u64::MAX - 2 * MAX_GENERATION_BLOCK;
 
 /// A hashed wheel of `T` values due at ticks, with generation-checked keys.
 ///
@@ -130,26 +142,50 @@ static NEXT_BLOCK: AtomicU32 = AtomicU32::new(0);
 pub struct Wheel<T> {
     raw: raw::Wheel<Slot<T>>,
     /// The next generation of this wheel's block, and the block's end.
-    next_generation: u32,
-    end_generation: u32,
+    next_generation: u64,
+    end_generation: u64,
+    /// The size of the next block this wheel takes.
+    block: u64,
     /// Entries that [`compact`](Wheel::compact) moved, by generation: the
     /// index their key names, and where they are now. Empty unless
     /// `compact` moved something, so the common paths only test that.
-    moved: HashMap<NonZeroU32, (u32, u32)>,
+    moved: HashMap<Generation, (u32, u32)>,
 }
 
 /// What the wheel stores per entry: the value and its key's generation.
 struct Slot<T> {
-    generation: NonZeroU32,
+    generation: Generation,
     value: T,
+}
+
+/// A 64-bit generation as two halves, so that a [`Key`] is 12 bytes aligned
+/// to 4 (a `u64` would make it 16) and a slot of `()` still fits the raw
+/// wheel's 24-byte entry. The low half is never zero, which leaves
+/// `Option<Key>` a niche.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Generation {
+    high: u32,
+    low: NonZeroU32,
+}
+
+impl Generation {
+    /// `None` for the generations whose low half is zero: never handed out.
+    fn new(generation: u64) -> Option<Generation> {
+        let low = NonZeroU32::new(generation as u32)?;
+        Some(Generation {
+            high: (generation >> 32) as u32,
+            low,
+        })
+    }
 }
 
 /// Names one entry of a [`Wheel`] while it is in the wheel.
 ///
-/// Eight bytes; `Option<Key>` too. A key whose entry has left (removed,
-/// polled out, cleared) or that belongs to another wheel never names
-/// another entry: see the [module docs](self#keys). Keys order
-/// arbitrarily (by slot), so they can go in a `BTreeMap`.
+/// Twelve bytes; `Option<Key>` too. No two keys handed out in one process
+/// are equal, so a key whose entry has left (removed, polled out, cleared)
+/// or that belongs to another wheel never names another entry: see the
+/// [module docs](self#keys). Keys order arbitrarily (by slot), so they can
+/// go in a `BTreeMap`.
 ///
 /// # Examples
 ///
@@ -163,10 +199,21 @@ struct Slot<T> {
 /// assert_ne!(key, reused);
 /// assert_eq!(wheel.get(key), None);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {
     index: u32,
-    generation: NonZeroU32,
+    generation: Generation,
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let generation =
+            u64::from(self.generation.high) << 32 | u64::from(self.generation.low.get());
+        f.debug_struct("Key")
+            .field("index", &self.index)
+            .field("generation", &generation)
+            .finish()
+    }
 }
 
 /// An entry that [`Wheel::poll`] took out of the wheel.
@@ -254,6 +301,7 @@ impl<T> Wheel<T> {
             raw: raw::Wheel::new(buckets, ring),
             next_generation: 0,
             end_generation: 0,
+            block: FIRST_GENERATION_BLOCK,
             moved: HashMap::new(),
         }
     }
@@ -344,9 +392,11 @@ impl<T> Wheel<T> {
     }
 
     /// Takes out the next entry due at or before `now`: entries due at once
-    /// first, then by tick (entries of one tick in the order
-    /// [`peek`](Self::peek) gives). Returns `None` once nothing more is due;
-    /// call it until then.
+    /// first, then by tick. Entries of one tick come out **last in, first
+    /// out** (as tokio-util's do; [`peek`](Self::peek) gives the same
+    /// order): keep a sequence number in the value if your loop needs
+    /// insertion order. Returns `None` once nothing more is due; call it
+    /// until then.
     ///
     /// `now` only moves forward: a `now` below one already polled polls that
     /// one again.
@@ -382,6 +432,13 @@ impl<T> Wheel<T> {
     /// turn, where a poll moves the entries on and finds the exact tick.
     /// With entries due at once it is the last tick polled. Takes `&mut self`
     /// to forget lists that emptied, so that the loop is not woken for them.
+    ///
+    /// It may be **early, with nothing due**: when the next entry is more
+    /// than a turn of the wheel away and its ring slot holds over 64
+    /// entries (the start of that slot's turn), and for entries more than
+    /// `buckets × ring` ticks away (those share ring slots with nearer
+    /// turns: a loop that sleeps until `next_tick` wakes for them once per
+    /// turn of the ring, polls nothing, and asks again). It is never late.
     ///
     /// # Examples
     ///
@@ -500,6 +557,28 @@ impl<T> Wheel<T> {
         self.raw.entries()
     }
 
+    /// The tick the wheel has been polled up to: an entry inserted or reset
+    /// at or before it is due at once. `None` before the first
+    /// [`poll`](Self::poll) (or while every poll has stopped at an entry
+    /// due at tick 0). [`clear`](Self::clear) keeps it.
+    ///
+    /// A poll that returns an entry may leave it short of the `now` it was
+    /// given (at the entry's tick); the poll that returns `None` brings it
+    /// to `now`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wheel = hashwheel::wheel::Wheel::<()>::new();
+    /// assert_eq!(wheel.elapsed(), None);
+    /// assert!(wheel.poll(42).is_none());
+    /// assert_eq!(wheel.elapsed(), Some(42));
+    /// ```
+    #[must_use]
+    pub fn elapsed(&self) -> Option<u64> {
+        self.raw.elapsed().checked_sub(1)
+    }
+
     /// Whether the wheel holds no entry.
     ///
     /// # Examples
@@ -601,32 +680,64 @@ impl<T> Wheel<T> {
 
     /// Removes every entry, keeping the capacity. Every key becomes stale.
     ///
+    /// It keeps the cursor: the ticks already polled stay polled (see
+    /// [`elapsed`](Self::elapsed)), so once the wheel has been polled up to
+    /// tick 1,000 an entry inserted at tick 500 is still due at once. Make a
+    /// new wheel to start again from tick 0.
+    ///
     /// # Examples
     ///
     /// ```
     /// let mut wheel = hashwheel::wheel::Wheel::new();
     /// let key = wheel.insert(5, "a");
+    /// while wheel.poll(1_000).is_some() {}
     /// wheel.clear();
     /// assert!(wheel.is_empty() && wheel.get(key).is_none());
+    /// assert_eq!(wheel.elapsed(), Some(1_000));
+    /// wheel.insert(500, "due at once");
+    /// assert!(wheel.poll(10).is_some());
     /// ```
     pub fn clear(&mut self) {
         self.moved.clear();
         self.raw.clear();
     }
 
-    /// A generation no key of this process has had (until 2^32 are used).
-    fn generation(&mut self) -> NonZeroU32 {
-        if self.next_generation == self.end_generation {
-            let first = NEXT_BLOCK
-                .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(GENERATION_BLOCK);
-            // Generation 0 is never used: it leaves `Option<Key>` a niche.
-            self.next_generation = first.max(1);
-            self.end_generation = first.wrapping_add(GENERATION_BLOCK);
+    /// A generation no key of this process has had.
+    ///
+    /// # Panics
+    ///
+    /// Once the process has handed out nearly 2^64 generations (centuries
+    /// at any rate a machine can insert), rather than reuse one.
+    #[track_caller]
+    fn generation(&mut self) -> Generation {
+        loop {
+            if self.next_generation == self.end_generation {
+                self.take_block();
+            }
+            let generation = self.next_generation;
+            self.next_generation += 1;
+            if let Some(generation) = Generation::new(generation) {
+                return generation;
+            }
         }
-        let generation = self.next_generation;
-        self.next_generation = generation.wrapping_add(1);
-        NonZeroU32::new(generation).unwrap_or(NonZeroU32::MIN)
+    }
+
+    #[cold]
+    #[track_caller]
+    fn take_block(&mut self) {
+        let mut next = NEXT_GENERATION
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let first = *next;
+        assert!(
+            first <= LAST_GENERATION,
+            "hashwheel: this process has used up its 2^64 wheel key generations"
+        );
+        *next = first + self.block;
+        drop(next);
+        self.next_generation = first;
+        self.end_generation = first + self.block;
+        self.block = (self.block * 2).min(MAX_GENERATION_BLOCK);
     }
 
     /// Where the entry `key` names is, if it is in this wheel.
@@ -645,7 +756,7 @@ impl<T> Wheel<T> {
     }
 
     /// The key of the entry at `at`.
-    fn key_of(&self, at: u32, generation: NonZeroU32) -> Key {
+    fn key_of(&self, at: u32, generation: Generation) -> Key {
         let index = match self.moved.get(&generation) {
             Some(&(index, _)) => index,
             None => at,
@@ -654,10 +765,18 @@ impl<T> Wheel<T> {
     }
 
     /// The entry of `generation` left the wheel.
-    fn forget(&mut self, generation: NonZeroU32) {
+    fn forget(&mut self, generation: Generation) {
         if !self.moved.is_empty() {
             self.moved.remove(&generation);
         }
+    }
+}
+
+impl Key {
+    /// The slot the key names (where its entry was inserted).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn index(self) -> u32 {
+        self.index
     }
 }
 
@@ -681,9 +800,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_is_one_word_and_leaves_a_niche() {
-        assert_eq!(std::mem::size_of::<Key>(), 8);
-        assert_eq!(std::mem::size_of::<Option<Key>>(), 8);
+    fn a_key_is_twelve_bytes_and_leaves_a_niche() {
+        assert_eq!(std::mem::size_of::<Key>(), 12);
+        assert_eq!(std::mem::size_of::<Option<Key>>(), 12);
+        // A slot of `()` fits the raw wheel's entry with its 64-bit
+        // generation: the `DelayQueue<()>` of benchmark Q2 stays 24 bytes.
+        assert_eq!(std::mem::size_of::<Slot<()>>(), 8);
+    }
+
+    #[test]
+    fn generations_skip_a_zero_low_half() {
+        assert!(Generation::new(0).is_none());
+        assert!(Generation::new(1 << 32).is_none());
+        let g = Generation::new((7 << 32) | 5).unwrap();
+        assert_eq!((g.high, g.low.get()), (7, 5));
     }
 
     #[test]

@@ -1,0 +1,601 @@
+//! A drop-in for [`tokio::time`]: the same free functions and types, on the
+//! current runtime's default [`Timer`].
+//!
+//! Code written against `tokio::time` switches by its `use` lines: where it
+//! says `use tokio::time::{sleep, timeout, Duration, Instant}` or calls
+//! `tokio::time::sleep(..)`, say `hashwheel::time` instead. [`sleep`],
+//! [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`] and
+//! [`interval_at`] take tokio's arguments and return types with tokio's
+//! names and methods ([`Sleep`], [`Timeout`], [`Interval`],
+//! [`MissedTickBehavior`], [`error::Elapsed`]); [`Instant`] and
+//! [`Duration`] are tokio's own, re-exported, and so are `pause`, `resume`
+//! and `advance` with the feature `test-util` (which turns on tokio's), so
+//! paused time works as before.
+//!
+//! # The default timer
+//!
+//! Each runtime gets its own default [`Timer`], built with the default
+//! [`Builder`](crate::Builder) (1 ms tick, 512 buckets) the first time one
+//! of these functions runs on it, and stopped when that runtime shuts down.
+//! [`Timer::current`] returns it, for [`stats`](Timer::stats) or
+//! [`pending`](Timer::pending); [`Timer::set_current`] installs a timer of
+//! your own [`Builder`](crate::Builder) in its place, if called before any
+//! of these functions runs on that runtime. The default is found by the
+//! runtime's [`Id`], so runtimes one after another (a
+//! `#[tokio::test]` each) and side by side each get theirs; a timer that has
+//! stopped (its runtime shut down, or [`Timer::stop`] called) is never
+//! handed out again, and the next call on that runtime builds a fresh one.
+//!
+//! Each call finds the runtime as `tokio::time::sleep` does (a clone of the
+//! runtime's handle), then its timer in a per-thread cache; the first call
+//! of a thread on a runtime takes a process-wide lock once. Measured (W1:
+//! a 30 s sleep created, polled once and dropped, current-thread runtime;
+//! `cargo bench -p hashwheel-benches --bench ops -- w1`, two runs on a
+//! quiet 2-core machine): 81–82 ns per pair through [`sleep`] against
+//! 74 ns through [`Timer::sleep`] (1.10×, the lookup costs 7–8 ns), and
+//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep).
+//!
+//! Keep a [`Timer`] handle instead when you want several timers (one per
+//! kind of deadline, each with its own tick), a configured
+//! [`Builder`](crate::Builder) (tick, wheel size, `max_pending`), its
+//! [`stats`](Timer::stats), Netty-style callbacks ([`Timer::schedule`]), or
+//! the error-returning `try_` methods.
+//!
+//! # Panics
+//!
+//! Like tokio's, every function here panics outside a tokio runtime ("there
+//! is no reactor running, must be called from the context of a Tokio 1.x
+//! runtime") and on a runtime built without its time driver.
+//!
+//! # Differences from `tokio::time`
+//!
+//! [`Sleep`] is `Unpin` (`tokio::pin!` and `Box::pin` still work);
+//! deadlines are kept to the microsecond rather than rounded to tokio's
+//! millisecond; a sleep on a stopped timer completes rather than panics.
+//! `docs/MIGRATING.md` in the repository lists each difference with the
+//! test that shows it.
+//!
+//! # Examples
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! // Was: use tokio::time::{interval, sleep, timeout, Duration};
+//! use hashwheel::time::{interval, sleep, timeout, Duration};
+//!
+//! sleep(Duration::from_millis(10)).await;
+//! let res = timeout(Duration::from_millis(50), async { 42 }).await;
+//! assert_eq!(res, Ok(42));
+//! let mut heartbeat = interval(Duration::from_secs(1));
+//! heartbeat.tick().await;
+//! assert_eq!(hashwheel::Timer::current().pending(), 1); // the interval's entry
+//! # }
+//! ```
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use tokio::runtime::{Handle, Id};
+
+use crate::error::Error;
+use crate::timer::Timer;
+
+pub use crate::interval::{Interval, MissedTickBehavior};
+/// tokio's paused-time controls, re-exported (feature `test-util`, which
+/// turns on tokio's).
+#[cfg(feature = "test-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
+pub use tokio::time::{advance, pause, resume};
+pub use tokio::time::{Duration, Instant};
+
+/// A future with a deadline: [`timeout`] and [`timeout_at`] return it.
+/// Tokio's name for hashwheel's [`WithTimeout`](crate::WithTimeout), with
+/// tokio's `get_ref`, `get_mut` and `into_inner`.
+pub type Timeout<T> = crate::WithTimeout<T>;
+
+/// Errors of the time functions, as [`tokio::time::error`].
+pub mod error {
+    pub use crate::error::Elapsed;
+}
+
+/// What tokio panics with outside a runtime.
+const NO_RUNTIME: &str = "hashwheel::time: there is no reactor running, \
+                          must be called from the context of a Tokio 1.x runtime";
+
+/// tokio's "far future": where its `sleep` and `timeout` put a deadline too
+/// far to add to now (about 30 years), so that under paused time the
+/// runtime auto-advances to it rather than waiting for ever.
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `duration` from now, or [`FAR_FUTURE`] from now if that overflows, as
+/// tokio computes its deadlines.
+#[cold]
+fn deadline_after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration).unwrap_or(now + FAR_FUTURE)
+}
+
+/// Each runtime's default timer, by runtime id. Few entries: one per live
+/// runtime that has used this module, and stopped timers are pruned on the
+/// way.
+static DEFAULTS: Mutex<Vec<(Id, Timer)>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// The default timer this thread used last, and its runtime.
+    static CACHE: RefCell<Option<(Id, Timer)>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on the current runtime's default timer. `f` must not run user
+/// code: it may run while the cache is borrowed.
+#[track_caller]
+#[inline]
+fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
+    let Ok(handle) = Handle::try_current() else {
+        panic!("{NO_RUNTIME}");
+    };
+    let id = handle.id();
+    let mut f = Some(f);
+    let hit = CACHE
+        .try_with(|cache| match &*cache.borrow() {
+            Some((cached, timer)) if *cached == id && !timer.is_stopped() => {
+                f.take().map(|f| f(timer))
+            }
+            _ => None,
+        })
+        .ok()
+        .flatten();
+    if let Some(res) = hit {
+        return res;
+    }
+    let timer = default_of(&handle, id);
+    let res = f.take().map(|f| f(&timer));
+    // Whatever the cache held is dropped after its borrow ends.
+    let _old = CACHE
+        .try_with(|cache| cache.borrow_mut().replace((id, timer)))
+        .ok()
+        .flatten();
+    match res {
+        Some(res) => res,
+        None => unreachable!("the closure ran on the cache's timer"),
+    }
+}
+
+/// The default timer of runtime `id`, built on `handle` if it has none that
+/// runs.
+#[cold]
+#[track_caller]
+fn default_of(handle: &Handle, id: Id) -> Timer {
+    let mut defaults = DEFAULTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let stopped = prune(&mut defaults);
+    if let Some((_, timer)) = defaults.iter().find(|(of, _)| *of == id) {
+        return timer.clone();
+    }
+    let built = Timer::builder().handle(handle.clone()).build();
+    if let Ok(timer) = &built {
+        defaults.push((id, timer.clone()));
+    }
+    // Timers are dropped outside the lock.
+    drop(defaults);
+    drop(stopped);
+    match built {
+        Ok(timer) => timer,
+        Err(err) => panic!(
+            "hashwheel::time: a Tokio 1.x context was found, but timers are disabled. \
+             Call `enable_time` on the runtime builder to enable timers ({err})"
+        ),
+    }
+}
+
+/// Takes the stopped timers out of `defaults`.
+fn prune(defaults: &mut Vec<(Id, Timer)>) -> Vec<(Id, Timer)> {
+    let mut stopped = Vec::new();
+    let mut i = 0;
+    while i < defaults.len() {
+        if defaults[i].1.is_stopped() {
+            stopped.push(defaults.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    stopped
+}
+
+impl Timer {
+    /// The current runtime's default timer: the one the functions of
+    /// [`hashwheel::time`](crate::time) run on, built with the default
+    /// [`Builder`](crate::Builder) if the runtime has none yet (or its last
+    /// one has stopped).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, or on a runtime without a time driver, as
+    /// `tokio::time::sleep` does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::Timer;
+    /// use std::time::Duration;
+    ///
+    /// let idle = hashwheel::time::sleep(Duration::from_secs(30));
+    /// let timer = Timer::current();
+    /// assert_eq!(timer.pending(), 1);
+    /// drop(idle);
+    /// assert_eq!(timer.pending(), 0);
+    /// # }
+    /// ```
+    #[must_use]
+    #[track_caller]
+    pub fn current() -> Timer {
+        with_current(Timer::clone)
+    }
+
+    /// Makes this timer the current runtime's default, the one the
+    /// functions of [`hashwheel::time`](crate::time) and
+    /// [`Timer::current`] use: call it before they first run on the
+    /// runtime, to give them a configured [`Builder`](crate::Builder).
+    ///
+    /// The timer is driven where it was built; it stays the default until
+    /// it stops (its driver's runtime shuts down, or [`Timer::stop`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_config`] if the runtime already has a default
+    /// timer that runs (another one; setting the same one again is fine),
+    /// and [`Error::is_stopped`] if this timer has stopped.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::Timer;
+    /// use std::time::Duration;
+    ///
+    /// let timer = Timer::builder().max_pending(100_000).build().unwrap();
+    /// timer.set_current().unwrap();
+    /// let mut idle = Box::pin(hashwheel::time::sleep(Duration::from_secs(30)));
+    /// assert!(futures_util::poll!(idle.as_mut()).is_pending());
+    /// assert_eq!(timer.pending(), 1);
+    /// assert!(Timer::builder().build().unwrap().set_current().is_err());
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn set_current(&self) -> Result<(), Error> {
+        let Ok(handle) = Handle::try_current() else {
+            panic!("{NO_RUNTIME}");
+        };
+        let id = handle.id();
+        self.check_running()?;
+        let mut defaults = DEFAULTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let stopped = prune(&mut defaults);
+        let res = match defaults.iter().find(|(of, _)| *of == id) {
+            Some((_, timer)) if timer.same(self) => Ok(()),
+            Some(_) => Err(Error::invalid_config(
+                "the runtime already has a default timer: call Timer::set_current \
+                 before any hashwheel::time function or Timer::current runs on it",
+            )),
+            None => {
+                defaults.push((id, self.clone()));
+                Ok(())
+            }
+        };
+        drop(defaults);
+        drop(stopped);
+        res
+    }
+}
+
+/// Waits until `duration` has elapsed: [`tokio::time::sleep`] on the
+/// current runtime's default [`Timer`].
+///
+/// The deadline is kept to the microsecond and never fires early; a
+/// duration too large to add to now sleeps about 30 years, as tokio's.
+///
+/// # Panics
+///
+/// Outside a tokio runtime, or on a runtime without a time driver.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{sleep, Duration, Instant};
+///
+/// let start = Instant::now();
+/// sleep(Duration::from_millis(100)).await;
+/// assert_eq!(start.elapsed(), Duration::from_millis(100));
+/// # }
+/// ```
+#[track_caller]
+pub fn sleep(duration: Duration) -> Sleep {
+    if duration > FAR_FUTURE {
+        return sleep_until(deadline_after(duration));
+    }
+    with_current(|timer| Sleep::new(timer.sleep(duration)))
+}
+
+/// Waits until `deadline`: [`tokio::time::sleep_until`] on the current
+/// runtime's default [`Timer`].
+///
+/// # Panics
+///
+/// Outside a tokio runtime, or on a runtime without a time driver.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{sleep_until, Duration, Instant};
+///
+/// let deadline = Instant::now() + Duration::from_millis(100);
+/// sleep_until(deadline).await;
+/// assert_eq!(Instant::now(), deadline);
+/// # }
+/// ```
+#[track_caller]
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    with_current(|timer| Sleep::new(timer.sleep_until(deadline)))
+}
+
+/// Requires `future` to complete within `duration`: [`tokio::time::timeout`]
+/// on the current runtime's default [`Timer`]. The future is polled first,
+/// so one that is ready at the deadline still completes with `Ok`.
+///
+/// # Panics
+///
+/// Outside a tokio runtime, or on a runtime without a time driver.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{timeout, Duration};
+///
+/// let never = std::future::pending::<()>();
+/// assert!(timeout(Duration::from_millis(10), never).await.is_err());
+/// assert_eq!(timeout(Duration::from_millis(10), async { 1 }).await, Ok(1));
+/// # }
+/// ```
+#[track_caller]
+pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
+    let future = future.into_future();
+    if duration > FAR_FUTURE {
+        return timeout_at(deadline_after(duration), future);
+    }
+    with_current(|timer| timer.timeout(duration, future))
+}
+
+/// Requires `future` to complete before `deadline`:
+/// [`tokio::time::timeout_at`] on the current runtime's default [`Timer`].
+///
+/// # Panics
+///
+/// Outside a tokio runtime, or on a runtime without a time driver.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{timeout_at, Duration, Instant};
+///
+/// let deadline = Instant::now() + Duration::from_millis(10);
+/// let never = std::future::pending::<()>();
+/// assert!(timeout_at(deadline, never).await.is_err());
+/// assert_eq!(Instant::now(), deadline);
+/// # }
+/// ```
+#[track_caller]
+pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
+    let future = future.into_future();
+    with_current(|timer| timer.timeout_at(deadline, future))
+}
+
+/// An [`Interval`] that ticks at once, then every `period`:
+/// [`tokio::time::interval`] on the current runtime's default [`Timer`].
+///
+/// # Panics
+///
+/// If `period` is zero (as tokio's), outside a tokio runtime, or on a
+/// runtime without a time driver.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{interval, Duration, Instant};
+///
+/// let start = Instant::now();
+/// let mut heartbeat = interval(Duration::from_millis(10));
+/// heartbeat.tick().await; // at once
+/// heartbeat.tick().await;
+/// assert_eq!(start.elapsed(), Duration::from_millis(10));
+/// # }
+/// ```
+#[track_caller]
+pub fn interval(period: Duration) -> Interval {
+    with_current(|timer| timer.interval(period))
+}
+
+/// An [`Interval`] that ticks first at `start`, then every `period`:
+/// [`tokio::time::interval_at`] on the current runtime's default [`Timer`].
+///
+/// # Panics
+///
+/// If `period` is zero (as tokio's), outside a tokio runtime, or on a
+/// runtime without a time driver.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{interval_at, Duration, Instant};
+///
+/// let start = Instant::now() + Duration::from_millis(50);
+/// let mut heartbeat = interval_at(start, Duration::from_millis(10));
+/// assert_eq!(heartbeat.tick().await, start);
+/// # }
+/// ```
+#[track_caller]
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    with_current(|timer| timer.interval_at(start, period))
+}
+
+/// The future of [`sleep`] and [`sleep_until`]: tokio's `Sleep`, on a
+/// hashwheel [`Timeout`](crate::Timeout).
+///
+/// It has tokio's [`deadline`](Sleep::deadline),
+/// [`is_elapsed`](Sleep::is_elapsed) and pinned [`reset`](Sleep::reset).
+/// Unlike tokio's it is `Unpin`, so it needs no pinning to be kept in a
+/// struct or polled by `&mut` (pinning it, as tokio code does, works too).
+/// Dropping it cancels it.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{sleep, Duration, Instant};
+///
+/// let idle = sleep(Duration::from_secs(30));
+/// tokio::pin!(idle);
+/// // A message came in: push the idle deadline back.
+/// idle.as_mut().reset(Instant::now() + Duration::from_secs(30));
+/// tokio::select! {
+///     () = &mut idle => assert!(idle.is_elapsed()),
+/// }
+/// # }
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct Sleep {
+    inner: crate::Timeout,
+    /// Whether it was polled: tokio's `Sleep` reports `is_elapsed` only
+    /// once registered, even when its deadline had passed at creation.
+    polled: bool,
+}
+
+impl Sleep {
+    fn new(inner: crate::Timeout) -> Sleep {
+        Sleep {
+            inner,
+            polled: false,
+        }
+    }
+
+    /// The instant the sleep completes, to the microsecond.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::time::{sleep_until, Duration, Instant};
+    ///
+    /// let deadline = Instant::now() + Duration::from_micros(1500);
+    /// assert_eq!(sleep_until(deadline).deadline(), deadline);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn deadline(&self) -> Instant {
+        self.inner.deadline()
+    }
+
+    /// Whether the sleep has completed: it was polled, and its deadline has
+    /// been reached.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::time::{sleep, Duration};
+    ///
+    /// let mut s = sleep(Duration::from_millis(5));
+    /// assert!(!s.is_elapsed());
+    /// (&mut s).await;
+    /// assert!(s.is_elapsed());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn is_elapsed(&self) -> bool {
+        self.polled && self.inner.is_expired()
+    }
+
+    /// Moves the deadline to `deadline`, in O(1), whether the sleep is
+    /// pending or has completed (it then becomes pending again). Takes
+    /// `Pin<&mut Self>` as tokio's does; since `Sleep` is `Unpin`,
+    /// `Pin::new(&mut sleep)` makes one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::time::{sleep, Duration, Instant};
+    ///
+    /// let mut s = Box::pin(sleep(Duration::from_secs(60)));
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// s.as_mut().reset(soon);
+    /// s.await;
+    /// assert_eq!(Instant::now(), soon);
+    /// # }
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        self.get_mut().inner.reset_at(deadline);
+    }
+
+    /// The hashwheel [`Timeout`](crate::Timeout) underneath, for its
+    /// methods tokio's `Sleep` lacks ([`reset`](crate::Timeout::reset) by a
+    /// `Duration`, [`cancel`](crate::Timeout::cancel),
+    /// [`is_cancelled`](crate::Timeout::is_cancelled)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::time::{sleep, Duration};
+    ///
+    /// let timeout = sleep(Duration::from_secs(5)).into_timeout();
+    /// assert!(timeout.cancel());
+    /// # }
+    /// ```
+    pub fn into_timeout(self) -> crate::Timeout {
+        self.inner
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        this.polled = true;
+        Pin::new(&mut this.inner).poll(cx)
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline())
+            .field("is_elapsed", &self.is_elapsed())
+            .finish()
+    }
+}

@@ -1,0 +1,282 @@
+//! `hashwheel::time`, the drop-in for `tokio::time`: a program written
+//! against `tokio::time` compiles and behaves the same with its `use` line
+//! changed, and each runtime gets a default timer of its own (runtimes one
+//! after another and side by side, current-thread and multi-thread, paused
+//! time), never a stopped one.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use hashwheel::Timer;
+use tokio::runtime::Builder;
+use tokio_test::{assert_pending, task};
+
+/// One program, written against `tokio::time`, compiled twice: once with
+/// `use tokio::time::...` and once with `use hashwheel::time::...`. It
+/// records what happened when (milliseconds after its start), so that the
+/// two runs can be compared event for event.
+macro_rules! program {
+    ($name:ident, $($time:ident)::+) => {
+        mod $name {
+            use $($time)::+::{
+                interval, sleep, sleep_until, timeout, timeout_at, Duration, Instant,
+                MissedTickBehavior,
+            };
+            use $($time)::+::error::Elapsed;
+            use tokio::sync::mpsc;
+
+            pub async fn run() -> Vec<(u128, String)> {
+                let start = Instant::now();
+                let mut log = Vec::new();
+                let mut note = |what: String| log.push((start.elapsed().as_millis(), what));
+
+                sleep(Duration::from_millis(5)).await;
+                note("slept".into());
+                sleep_until(start + Duration::from_millis(20)).await;
+                note("slept until 20".into());
+
+                let ok = timeout(Duration::from_millis(10), async { 7 }).await;
+                note(format!("timeout ok {ok:?}"));
+                let late: Result<(), Elapsed> =
+                    timeout(Duration::from_millis(10), std::future::pending()).await;
+                note(format!("timeout late {}", late.is_err()));
+                let at = timeout_at(start + Duration::from_millis(50), sleep(Duration::from_secs(1))).await;
+                note(format!("timeout_at {}", at.is_err()));
+                let io: std::io::Error = at.unwrap_err().into();
+                note(format!("as io error {:?}", io.kind()));
+
+                // A connection: messages reset its idle timeout; a heartbeat
+                // ticks meanwhile; it closes after 100 ms without a message.
+                let (tx, mut rx) = mpsc::channel::<u32>(8);
+                tokio::spawn(async move {
+                    for (i, gap) in [10u64, 30, 60, 90].into_iter().enumerate() {
+                        sleep(Duration::from_millis(gap)).await;
+                        if tx.send(i as u32).await.is_err() {
+                            return;
+                        }
+                    }
+                    sleep(Duration::from_secs(3600)).await;
+                    drop(tx);
+                });
+                let mut heartbeat = interval(Duration::from_millis(40));
+                heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                let idle = sleep(Duration::from_millis(100));
+                tokio::pin!(idle);
+                loop {
+                    tokio::select! {
+                        Some(msg) = rx.recv() => {
+                            note(format!("message {msg}"));
+                            idle.as_mut().reset(Instant::now() + Duration::from_millis(100));
+                        }
+                        at = heartbeat.tick() => note(format!("heartbeat due {}", (at - start).as_millis())),
+                        () = &mut idle => {
+                            note(format!("idle, elapsed {}", idle.is_elapsed()));
+                            break;
+                        }
+                    }
+                }
+                note(format!("deadline was {}", (idle.deadline() - start).as_millis()));
+                log
+            }
+        }
+    };
+}
+
+program!(on_tokio, tokio::time);
+program!(on_hashwheel, hashwheel::time);
+
+#[tokio::test(start_paused = true)]
+async fn a_tokio_time_program_behaves_the_same_with_its_use_line_changed() {
+    let theirs = on_tokio::run().await;
+    let ours = on_hashwheel::run().await;
+    assert!(theirs.iter().any(|(_, what)| what.starts_with("idle")));
+    assert!(theirs.len() > 10, "{theirs:?}");
+    assert_eq!(ours, theirs);
+}
+
+/// The same on a multi-thread runtime, on the real clock, whose
+/// millisecond-grained timing both may miss by a little: the events, in
+/// order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_program_runs_on_a_multi_thread_runtime() {
+    let events = |log: Vec<(u128, String)>| -> Vec<String> {
+        log.into_iter()
+            .map(|(_, what)| what)
+            .filter(|what| !what.starts_with("heartbeat") && !what.starts_with("deadline"))
+            .collect()
+    };
+    let (ours, theirs) = tokio::join!(on_hashwheel::run(), on_tokio::run());
+    assert_eq!(events(ours), events(theirs));
+}
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// Runs `f` on a fresh paused runtime, which is dropped after.
+fn on_paused_runtime<F: Future>(f: F) -> F::Output {
+    paused_runtime().block_on(f)
+}
+
+#[test]
+fn runtimes_one_after_another_each_get_a_running_timer() {
+    let mut previous: Option<Timer> = None;
+    for i in 0..50 {
+        let timer = on_paused_runtime(async {
+            hashwheel::time::sleep(Duration::from_millis(10)).await;
+            let timer = Timer::current();
+            assert!(!timer.is_stopped(), "runtime {i}");
+            assert!(timer.stats().fired >= 1, "runtime {i}: the sleep ran on it");
+            timer
+        });
+        // The runtime is gone: so is its timer, which is never handed out again.
+        assert!(timer.is_stopped());
+        if let Some(previous) = previous.replace(timer) {
+            assert!(previous.is_stopped());
+        }
+    }
+}
+
+#[test]
+fn runtimes_side_by_side_have_timers_of_their_own() {
+    let a = Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let b = Builder::new_current_thread().enable_all().build().unwrap();
+    // A pending sleep on each: each timer counts only its own.
+    let mut sleeps = Vec::new();
+    for (rt, n) in [(&a, 3), (&b, 1)] {
+        let (timer, pending) = rt.block_on(async {
+            for _ in 0..n {
+                let mut sleep = task::spawn(hashwheel::time::sleep(Duration::from_secs(60)));
+                assert_pending!(sleep.poll());
+                sleeps.push(sleep);
+            }
+            let timer = Timer::current();
+            let pending = timer.pending();
+            (timer, pending)
+        });
+        assert_eq!(pending, n);
+        assert!(!timer.is_stopped());
+    }
+    // From the worker threads of `a` too: the same timer.
+    let pending = a.block_on(async {
+        let tasks: Vec<_> = (0..8)
+            .map(|_| tokio::spawn(async { Timer::current().pending() }))
+            .collect();
+        let mut seen = Vec::new();
+        for task in tasks {
+            seen.push(task.await.unwrap());
+        }
+        seen
+    });
+    assert!(pending.iter().all(|&n| n == 3), "{pending:?}");
+    drop(sleeps);
+    let b_timer = b.block_on(async { Timer::current() });
+    drop(b);
+    assert!(b_timer.is_stopped());
+    let a_timer = a.block_on(async { Timer::current() });
+    assert!(!a_timer.is_stopped(), "a's timer lives on with a");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_default_timer_is_replaced() {
+    let first = Timer::current();
+    first.stop();
+    // Not handed out again: the next call builds a fresh one.
+    let start = tokio::time::Instant::now();
+    hashwheel::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(5));
+    let second = Timer::current();
+    assert!(first.is_stopped() && !second.is_stopped());
+    assert_eq!(second.stats().fired, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_current_installs_a_configured_timer_before_first_use() {
+    let timer = Timer::builder().max_pending(2).build().unwrap();
+    timer.set_current().unwrap();
+    timer.set_current().unwrap(); // the same one again: fine
+    let mut a = task::spawn(hashwheel::time::sleep(Duration::from_secs(1)));
+    assert_pending!(a.poll());
+    assert_eq!(timer.pending(), 1);
+    assert_eq!(Timer::current().pending(), 1);
+    let other = Timer::new();
+    let err = other.set_current().unwrap_err();
+    assert!(err.is_invalid_config(), "{err}");
+    other.stop();
+    assert!(other.set_current().unwrap_err().is_stopped());
+}
+
+/// Runs `f`, which must panic, and returns its message.
+fn panic_message(f: impl FnOnce()) -> String {
+    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("no panic");
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn outside_a_runtime_every_function_panics_as_tokio_does() {
+    let ms = Duration::from_millis(1);
+    let now = tokio::time::Instant::now();
+    let messages = [
+        panic_message(|| drop(hashwheel::time::sleep(ms))),
+        panic_message(|| drop(hashwheel::time::sleep_until(now))),
+        panic_message(|| drop(hashwheel::time::timeout(ms, async {}))),
+        panic_message(|| drop(hashwheel::time::timeout_at(now, async {}))),
+        panic_message(|| drop(hashwheel::time::interval(ms))),
+        panic_message(|| drop(hashwheel::time::interval_at(now, ms))),
+        panic_message(|| drop(Timer::current())),
+    ];
+    for message in messages {
+        assert!(
+            message.contains(
+                "there is no reactor running, must be called from the context of a Tokio 1.x runtime"
+            ),
+            "{message}"
+        );
+    }
+    // tokio's own says the same.
+    let theirs = panic_message(|| drop(tokio::time::sleep(ms)));
+    assert!(theirs.contains("there is no reactor running"), "{theirs}");
+}
+
+#[test]
+fn a_runtime_without_timers_panics_as_tokio_does() {
+    let rt = Builder::new_current_thread().build().unwrap();
+    let _entered = rt.enter();
+    let message = panic_message(|| drop(hashwheel::time::sleep(Duration::from_millis(1))));
+    assert!(message.contains("timers are disabled"), "{message}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn sleep_is_unpin_and_reports_is_elapsed_only_once_polled_as_tokio_does() {
+    fn unpin<T: Unpin>(_: &T) {}
+    let now = tokio::time::Instant::now();
+    let mut sleep = hashwheel::time::sleep_until(now);
+    unpin(&sleep);
+    // tokio's `Sleep` says `false` here too: not yet polled. The `Timer`
+    // API's `Timeout` already knows its deadline has passed.
+    assert!(!sleep.is_elapsed());
+    assert!(Timer::current().sleep_until(now).is_expired());
+    (&mut sleep).await;
+    assert!(sleep.is_elapsed());
+    assert!(format!("{sleep:?}").starts_with("Sleep"));
+    // Far durations sleep about 30 years, as tokio's: paused time gets there.
+    assert!(hashwheel::time::sleep(Duration::MAX)
+        .now_or_never()
+        .is_none());
+    hashwheel::time::sleep(Duration::MAX).await;
+    assert!(now.elapsed() >= Duration::from_secs(86_400 * 365 * 30));
+}
