@@ -5,60 +5,23 @@
 //! A test binary of its own, with one test: the warning is once per
 //! process, so no other test may build timers beside it.
 
-use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
+use common::capture::Capture;
 use hashwheel::Timer;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use tracing::Level;
 
 const WARNING: &str = "hashwheel: too many live Timers on one runtime";
 
-/// Records each `WARN` event's message.
-#[derive(Default, Clone)]
-struct Capture {
-    warnings: Arc<Mutex<Vec<String>>>,
-    next_id: Arc<AtomicU64>,
-}
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(self.next_id.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        if *event.metadata().level() == Level::WARN {
-            let mut message = Message(String::new());
-            event.record(&mut message);
-            self.warnings.lock().unwrap().push(message.0);
-        }
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
-impl Capture {
-    fn too_many(&self) -> usize {
-        let warnings = self.warnings.lock().unwrap();
-        warnings.iter().filter(|m| m.starts_with(WARNING)).count()
-    }
+/// The too-many-timers warnings `capture` recorded.
+fn too_many(capture: &Capture) -> Vec<String> {
+    capture
+        .messages(Level::WARN)
+        .into_iter()
+        .filter(|m| m.starts_with(WARNING))
+        .collect()
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -78,7 +41,7 @@ fn the_65th_live_timer_of_a_runtime_warns_once() {
     // 64 live timers, some cloned many times, are fine.
     let mut timers: Vec<Timer> = (0..64).map(|_| Timer::new()).collect();
     let clones: Vec<Timer> = (0..100).map(|_| timers[0].clone()).collect();
-    assert_eq!(capture.too_many(), 0);
+    assert_eq!(too_many(&capture).len(), 0);
 
     // Another runtime's timers count for that runtime only.
     let other = runtime();
@@ -90,25 +53,24 @@ fn the_65th_live_timer_of_a_runtime_warns_once() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(capture.too_many(), 0);
+    assert_eq!(too_many(&capture).len(), 0);
 
     // A stopped timer no longer counts, though its handles live on.
     timers[0].stop();
     timers.push(Timer::new());
-    assert_eq!(capture.too_many(), 0, "64 live: one of 65 is stopped");
+    assert_eq!(too_many(&capture).len(), 0, "64 live: one of 65 is stopped");
 
     // Nor one whose every handle is gone.
     drop(timers.remove(1));
     timers.push(Timer::new());
-    assert_eq!(capture.too_many(), 0, "64 live: one of 66 is gone");
+    assert_eq!(too_many(&capture).len(), 0, "64 live: one of 66 is gone");
 
     // One whose `Timer`s are gone but which a timeout keeps counts still.
     let timeout = timers.remove(1).sleep(Duration::from_secs(60));
-    assert_eq!(capture.too_many(), 0);
+    assert_eq!(too_many(&capture).len(), 0);
     timers.push(Timer::new());
-    assert_eq!(capture.too_many(), 1, "the 65th live timer warns");
-    let warnings = capture.warnings.lock().unwrap().clone();
-    let warning = warnings.iter().find(|m| m.starts_with(WARNING)).unwrap();
+    assert_eq!(too_many(&capture).len(), 1, "the 65th live timer warns");
+    let warning = &too_many(&capture)[0];
     assert!(warning.contains("build one per runtime"), "{warning}");
 
     // Once per process.
@@ -121,6 +83,6 @@ fn the_65th_live_timer_of_a_runtime_warns_once() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(capture.too_many(), 1);
+    assert_eq!(too_many(&capture).len(), 1);
     drop((clones, on_other, more_on_other, timeout));
 }

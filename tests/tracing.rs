@@ -3,61 +3,12 @@
 
 mod common;
 
-use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::advance;
+use common::capture::Capture;
 use hashwheel::{TaskExecutor, Timer};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
-
-#[derive(Default, Clone)]
-struct Capture {
-    events: Arc<Mutex<Vec<(Level, String)>>>,
-    next_id: Arc<AtomicU64>,
-}
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(self.next_id.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let level = *event.metadata().level();
-        self.events.lock().unwrap().push((level, message.0));
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
-impl Capture {
-    fn has(&self, level: Level, message: &str) -> bool {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(l, m)| *l == level && m == message)
-    }
-}
+use tracing::Level;
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_task_is_reported_with_warn() {

@@ -1,6 +1,8 @@
 #![allow(dead_code)]
 //! Helpers shared by the behaviour tests.
 
+pub mod capture;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
