@@ -196,18 +196,7 @@ impl Driver {
             "hashwheel: the timer's driver panicked; stopping the timer"
         );
         // Taken out under a lock and not yet woken or run: nobody else will.
-        let mut spawned = 0;
-        for fired in batch.drain(..) {
-            match fired {
-                Fired::Waker(waker) => wake(waker),
-                Fired::Task(task) => spawned += usize::from(self.runner.run(&task)),
-                Fired::Beat(beat) => {
-                    if let Some(waker) = beat.waker.take() {
-                        wake(waker);
-                    }
-                }
-            }
-        }
+        let spawned = deliver(batch, &self.runner);
         self.runner.turned(spawned);
         let stopped = catch_unwind(AssertUnwindSafe(|| {
             stop(
@@ -328,17 +317,7 @@ fn turn(
             if expired > 0 {
                 tracing::trace!(shard = index, expired, "hashwheel: expired");
             }
-            for fired in batch.drain(..) {
-                match fired {
-                    Fired::Waker(waker) => wake(waker),
-                    Fired::Task(task) => spawned += usize::from(runner.run(&task)),
-                    Fired::Beat(beat) => {
-                        if let Some(waker) = beat.waker.take() {
-                            wake(waker);
-                        }
-                    }
-                }
-            }
+            spawned += deliver(batch, runner);
             if let Some(shard_next) = shard_next {
                 next = next.min(shard_next.unwrap_or(u64::MAX));
                 break;
@@ -347,6 +326,24 @@ fn turn(
     }
     runner.turned(spawned);
     (next, total)
+}
+
+/// Wakes what `batch` holds and hands its callbacks to `runner`, outside
+/// any lock; returns how many callbacks were spawned.
+fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner) -> usize {
+    let mut spawned = 0;
+    for fired in batch.drain(..) {
+        match fired {
+            Fired::Waker(waker) => wake(waker),
+            Fired::Task(task) => spawned += usize::from(runner.run(&task)),
+            Fired::Beat(beat) => {
+                if let Some(waker) = beat.waker.take() {
+                    wake(waker);
+                }
+            }
+        }
+    }
+    spawned
 }
 
 /// Stops the timer when dropped, unless it already ended.
