@@ -24,6 +24,18 @@ fn too_many(capture: &Capture) -> Vec<String> {
         .collect()
 }
 
+/// `n` timers whose driver runs on `rt`.
+fn timers_on(rt: &tokio::runtime::Runtime, n: usize) -> Vec<Timer> {
+    (0..n)
+        .map(|_| {
+            Timer::builder()
+                .handle(rt.handle().clone())
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -45,14 +57,7 @@ fn the_65th_live_timer_of_a_runtime_warns_once() {
 
     // Another runtime's timers count for that runtime only.
     let other = runtime();
-    let on_other: Vec<Timer> = (0..10)
-        .map(|_| {
-            Timer::builder()
-                .handle(other.handle().clone())
-                .build()
-                .unwrap()
-        })
-        .collect();
+    let on_other = timers_on(&other, 10);
     assert_eq!(too_many(&capture).len(), 0);
 
     // A stopped timer no longer counts, though its handles live on.
@@ -75,14 +80,7 @@ fn the_65th_live_timer_of_a_runtime_warns_once() {
 
     // Once per process.
     timers.extend((0..10).map(|_| Timer::new()));
-    let more_on_other: Vec<Timer> = (0..60)
-        .map(|_| {
-            Timer::builder()
-                .handle(other.handle().clone())
-                .build()
-                .unwrap()
-        })
-        .collect();
+    let more_on_other = timers_on(&other, 60);
     assert_eq!(too_many(&capture).len(), 1);
     drop((clones, on_other, more_on_other, timeout));
 }
