@@ -1003,9 +1003,12 @@ const RUNTIME_SHUT_DOWN: u8 = 2;
 /// Stopped because the driver panicked (see `driver`).
 const DRIVER_PANICKED: u8 = 3;
 
-/// An instant about 30 years out, as tokio uses for "never".
+/// About 30 years: how far out tokio puts "never".
+pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// An instant [`FAR_FUTURE`] out, as tokio uses for "never".
 pub(crate) fn far_future(from: Instant) -> Instant {
-    from + Duration::from_secs(86_400 * 365 * 30)
+    from + FAR_FUTURE
 }
 
 /// The state of a task. It leaves `PENDING` only under its shard's lock, so

@@ -82,6 +82,7 @@ use std::task::{Context, Poll};
 use tokio::runtime::{Handle, Id};
 
 use crate::error::Error;
+use crate::shard::{far_future, FAR_FUTURE};
 use crate::timer::Timer;
 
 pub use crate::interval::{Interval, MissedTickBehavior};
@@ -106,17 +107,14 @@ pub mod error {
 const NO_RUNTIME: &str = "hashwheel::time: there is no reactor running, \
                           must be called from the context of a Tokio 1.x runtime";
 
-/// tokio's "far future": where its `sleep` and `timeout` put a deadline too
-/// far to add to now (about 30 years), so that under paused time the
-/// runtime auto-advances to it rather than waiting for ever.
-const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
-
-/// `duration` from now, or [`FAR_FUTURE`] from now if that overflows, as
-/// tokio computes its deadlines.
+/// `duration` from now, or tokio's "far future" (about 30 years, where its
+/// `sleep` and `timeout` put a deadline too far to add to now, so that under
+/// paused time the runtime auto-advances to it rather than waiting for ever)
+/// if that overflows, as tokio computes its deadlines.
 #[cold]
 fn deadline_after(duration: Duration) -> Instant {
     let now = Instant::now();
-    now.checked_add(duration).unwrap_or(now + FAR_FUTURE)
+    now.checked_add(duration).unwrap_or_else(|| far_future(now))
 }
 
 /// Each runtime's default timer, by runtime id. Few entries: one per live
