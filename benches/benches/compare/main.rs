@@ -64,6 +64,7 @@
 
 mod alloc;
 mod charts;
+mod child;
 mod common;
 mod config;
 mod fire;
@@ -71,6 +72,10 @@ mod idle;
 mod ops;
 mod queue;
 mod report;
+mod rival_charts;
+mod w10;
+mod w11;
+mod w12;
 mod w9;
 
 use config::{arg, Config};
@@ -81,18 +86,27 @@ fn main() {
     if let Some(which) = arg::<String>("w9-child") {
         return w9::w9_child(&which, &cfg);
     }
+    if let Some(which) = arg::<String>("child") {
+        return match which.as_str() {
+            "W10" => w10::child(&cfg),
+            "W11" => w11::child(&cfg),
+            "W12" => w12::child(&cfg),
+            other => panic!("unknown child workload {other}"),
+        };
+    }
     let t0 = std::time::Instant::now();
     eprintln!(
-        "hashwheel compare ({}): W1..W6, W8, W9, Q1..Q4; best of {} interleaved runs",
+        "hashwheel compare ({}): W1..W6, W8..W12, Q1..Q4; best of {} interleaved runs",
         if cfg.quick { "quick" } else { "full" },
         cfg.reps
     );
     let mut rows = Vec::new();
+    let mut lines = Vec::new();
     let mut w1_ns = None;
     if cfg.runs("W1") {
-        let (ns, row) = ops::w1(&cfg);
+        let (ns, w1_rows) = ops::w1(&cfg);
         w1_ns = Some(ns);
-        rows.push(row);
+        rows.extend(w1_rows);
         eprintln!("W1 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W2") {
@@ -104,7 +118,9 @@ fn main() {
         eprintln!("W3 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W4") {
-        rows.extend(fire::w4(&cfg));
+        let (w4_rows, w4_lines) = fire::w4(&cfg);
+        rows.extend(w4_rows);
+        lines.extend(w4_lines);
         eprintln!("W4 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W5") {
@@ -134,8 +150,22 @@ fn main() {
         eprintln!("W8 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W9") {
-        rows.extend(w9::w9(&cfg));
+        let (w9_rows, w9_lines) = w9::w9(&cfg);
+        rows.extend(w9_rows);
+        lines.extend(w9_lines);
         eprintln!("W9 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W10") {
+        lines.extend(w10::w10(&cfg));
+        eprintln!("W10 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W11") {
+        lines.extend(w11::w11(&cfg));
+        eprintln!("W11 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W12") {
+        lines.extend(w12::w12(&cfg));
+        eprintln!("W12 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("Q1") {
         rows.push(queue::q1(&cfg));
@@ -160,6 +190,7 @@ fn main() {
     for row in &rows {
         row.print();
     }
+    report::print_lines(&lines);
     println!();
     println!("| floor (this run) | ns |");
     println!("|------------------|----|");
@@ -169,5 +200,11 @@ fn main() {
     println!();
     println!("ratio = rival / hashwheel (above 1: hashwheel faster or smaller); lower figures are better except the W5 scaling line and the Q4 rate (its ratio is hashwheel / rival).");
     println!("Q rows: the hashwheel column is hashwheel's DelayQueue, the DelayQueue column tokio-util's.");
-    charts::draw_all(&cfg, &rows);
+    if !lines.is_empty() {
+        println!("Second table: rival / hashwheel on the same line (above 1: hashwheel cheaper or more punctual); \"best\" is the lowest of the rounds.");
+        if !child::ALT_TIMER {
+            println!("{}", child::ALT_NOTE);
+        }
+    }
+    charts::draw_all(&cfg, &rows, &lines);
 }
