@@ -184,11 +184,13 @@ fn main() {
         eprintln!("Q4 done ({:.1?})", t0.elapsed());
     }
 
-    println!();
-    println!("| id | figure | hashwheel | tokio::time | ratio | DelayQueue | ratio |");
-    println!("|----|--------|-----------|-------------|-------|------------|-------|");
-    for row in &rows {
-        row.print();
+    if !rows.is_empty() {
+        println!();
+        println!("| id | figure | hashwheel | tokio::time | ratio | DelayQueue | ratio |");
+        println!("|----|--------|-----------|-------------|-------|------------|-------|");
+        for row in &rows {
+            row.print();
+        }
     }
     report::print_lines(&lines);
     println!();

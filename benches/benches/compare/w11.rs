@@ -30,11 +30,16 @@ use crate::report::{lines, Line};
 
 /// The contenders: (child name, name in the table).
 const CONTENDERS: &[(&str, &str)] = &[
-    ("timer", "hashwheel Timer (sleep_until + poll)"),
-    ("hwtime", "hashwheel::time (sleep_until + poll)"),
-    ("hwdq", "hashwheel DelayQueue::insert_at"),
-    ("tokio", "tokio::time::sleep_until (boxed + poll)"),
-    ("tokiodq", "tokio-util DelayQueue::insert_at"),
+    // `sleep_until` + one poll; `reset_at`; drop.
+    ("timer", "hashwheel Timer"),
+    // `sleep_until` + one poll; `Sleep::reset`; drop.
+    ("hwtime", "hashwheel::time"),
+    // `insert_at`; `reset_at`; `remove`.
+    ("hwdq", "hashwheel DelayQueue"),
+    // `Box::pin(sleep_until)` + one poll; `Sleep::reset`; drop.
+    ("tokio", "tokio::time (boxed Sleep)"),
+    // `insert_at`; `reset_at`; `remove`.
+    ("tokiodq", "tokio-util DelayQueue"),
 ];
 
 /// The operations timed, in order.
@@ -321,15 +326,23 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
             .iter()
             .map(|(c, f)| (*c, vec![get(f, &format!("{op}_at"))]))
             .collect();
-        out.extend(lines(
-            "W11",
-            &format!("growth to {n}: {op} worst at operation #"),
-            &at,
-            ours,
-            Some(ours),
-            0,
-            None,
-        ));
+        // An index: no ratio.
+        out.extend(
+            lines(
+                "W11",
+                &format!("growth to {n}: {op} worst at operation #"),
+                &at,
+                ours,
+                Some(ours),
+                0,
+                None,
+            )
+            .into_iter()
+            .map(|mut l| {
+                l.base = None;
+                l
+            }),
+        );
     }
     // The interval's lateness while a Timer grows.
     let grow = cfg.w11_grow;

@@ -286,7 +286,7 @@ pub fn w12(cfg: &Config) -> Vec<Line> {
                 } else {
                     format!("busy ({BUSY_TASKS} tasks, {} s)", cfg.w12_busy_secs)
                 };
-                out.extend(lines(
+                let mut these = lines(
                     "W12",
                     &format!("{what}, {}: {label}", flavour_name(flavour)),
                     &per,
@@ -294,7 +294,12 @@ pub fn w12(cfg: &Config) -> Vec<Line> {
                     None,
                     1,
                     chart(fig),
-                ));
+                );
+                if fig == "min" {
+                    // A check (≥ 0), not a cost: no ratio.
+                    these.iter_mut().for_each(|l| l.base = None);
+                }
+                out.extend(these);
             }
         }
     }
