@@ -78,7 +78,7 @@ pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
             ("fire: lateness max, ms", 1.0),
             ("fire: lateness min (≥ 0: never early), ms", 0.0),
         ] {
-            extra.extend(lines(
+            let mut these = lines(
                 "W4",
                 figure,
                 &[
@@ -90,7 +90,12 @@ pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
                 None,
                 3,
                 None,
-            ));
+            );
+            if p == 0.0 {
+                // A check (≥ 0: never early), not a cost: no ratio.
+                these.iter_mut().for_each(|l| l.base = None);
+            }
+            extra.extend(these);
         }
     } else {
         eprintln!("W4: {ALT_NOTE}");

@@ -213,14 +213,17 @@ pub fn child(_cfg: &Config) {
     ]);
 }
 
+/// Each contender's rounds: `(name, CPU ns per request in each round)`.
+type Runs = Vec<(&'static str, Vec<f64>)>;
+
 /// Runs every contender of `contenders` on every flavour, `cfg.w10_rounds`
 /// rounds alternating; returns each flavour's `(contender, rounds)`.
 fn measure(
     cfg: &Config,
     flavours: &[&'static str],
     contenders: &[(&'static str, &'static str)],
-) -> Vec<(&'static str, Vec<(&'static str, Vec<f64>)>)> {
-    let mut out: Vec<(&str, Vec<(&str, Vec<f64>)>)> = flavours
+) -> Vec<(&'static str, Runs)> {
+    let mut out: Vec<(&'static str, Runs)> = flavours
         .iter()
         .map(|f| (*f, contenders.iter().map(|c| (c.1, Vec::new())).collect()))
         .collect();

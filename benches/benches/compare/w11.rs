@@ -154,7 +154,9 @@ pub fn child(_cfg: &Config) {
                                 .push(dq.borrow_mut().insert_at((), deadline(i)))
                         },
                         &mut |i| dq.borrow_mut().reset_at(&keys.borrow()[i], later(i)),
-                        &mut |i| drop(dq.borrow_mut().remove(&keys.borrow()[i])),
+                        &mut |i| {
+                            std::hint::black_box(dq.borrow_mut().remove(&keys.borrow()[i]));
+                        },
                     ],
                 );
             }
@@ -192,7 +194,9 @@ pub fn child(_cfg: &Config) {
                                 .push(dq.borrow_mut().insert_at((), deadline(i)))
                         },
                         &mut |i| dq.borrow_mut().reset_at(&keys.borrow()[i], later(i)),
-                        &mut |i| drop(dq.borrow_mut().remove(&keys.borrow()[i])),
+                        &mut |i| {
+                            std::hint::black_box(dq.borrow_mut().remove(&keys.borrow()[i]));
+                        },
                     ],
                 );
             }
