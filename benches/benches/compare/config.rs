@@ -107,7 +107,7 @@ impl Config {
                 w9_window_ms: 4_000,
                 q_pairs: 1_000_000,
                 w10_loops: 1_000,
-                w10_rounds: 2,
+                w10_rounds: 3,
                 w11_count: 4_000_000,
                 w11_grow: 2_000_000,
                 w12_light: 2_000,

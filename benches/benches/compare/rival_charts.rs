@@ -23,20 +23,34 @@ use crate::report::Line;
 
 type Error = Box<dyn std::error::Error>;
 
-/// Colours in order of the contenders' first appearance; hashwheel's come
-/// first in every workload, so they get the blues.
-const PALETTE: [RGBColor; 10] = [
+/// hashwheel's contenders get the blues, in order of first appearance.
+const BLUES: [RGBColor; 3] = [
     RGBColor(31, 119, 180),
-    RGBColor(100, 170, 220),
     RGBColor(20, 60, 120),
-    RGBColor(230, 120, 20),
-    RGBColor(200, 60, 40),
-    RGBColor(70, 150, 70),
-    RGBColor(150, 100, 190),
-    RGBColor(140, 90, 60),
-    RGBColor(120, 120, 120),
-    RGBColor(200, 170, 40),
+    RGBColor(110, 175, 225),
 ];
+
+/// Each rival keeps its colour in every chart (tokio's and tokio-util's as
+/// in `charts`).
+fn rival_color(name: &str) -> RGBColor {
+    if name.contains("floor") {
+        RGBColor(150, 150, 150)
+    } else if name.starts_with("tokio alternative") {
+        RGBColor(150, 100, 190)
+    } else if name.starts_with("tokio-util") {
+        RGBColor(70, 150, 70)
+    } else if name.starts_with("tokio") {
+        RGBColor(230, 120, 20)
+    } else if name.starts_with("pingora") {
+        RGBColor(200, 50, 50)
+    } else if name.starts_with("futures-timer") {
+        RGBColor(20, 170, 170)
+    } else if name.starts_with("async-io") {
+        RGBColor(140, 90, 60)
+    } else {
+        RGBColor(200, 170, 40)
+    }
+}
 
 /// One panel: clusters of bars, one cluster per label, one bar per
 /// contender that has a figure under the panel's keys.
@@ -139,6 +153,7 @@ pub fn draw_all(cfg: &Config, dir: &Path, lines: &[Line]) {
             "Timers inserted one at a time (60 s deadlines spread over one second), then each reset, then each \
              cancelled; every operation timed (one clock read included)."
                 .to_string(),
+            worst_at(lines),
             "Lower is better. Each contender in a child process of its own, current-thread runtime."
                 .to_string(),
             run.clone(),
@@ -176,6 +191,16 @@ pub fn draw_all(cfg: &Config, dir: &Path, lines: &[Line]) {
             run,
         ],
     );
+}
+
+/// Where each contender's worst insert happened, from W11's lines.
+fn worst_at(lines: &[Line]) -> String {
+    let at: Vec<String> = lines
+        .iter()
+        .filter(|l| l.id == "W11" && l.figure.ends_with("insert worst at operation #"))
+        .map(|l| format!("{} #{}", l.contender, thousands(l.value as usize)))
+        .collect();
+    format!("Worst insert at: {}.", at.join("; "))
 }
 
 fn write(
@@ -217,9 +242,14 @@ fn draw(
         .flat_map(|p| p.groups.iter().map(|g| g.1))
         .collect();
     let everyone = contenders(lines, &all_keys);
-    let color = |c: &str| {
-        let i = everyone.iter().position(|e| *e == c).unwrap_or(0);
-        PALETTE[i % PALETTE.len()]
+    let ours: Vec<&str> = everyone
+        .iter()
+        .copied()
+        .filter(|c| c.starts_with("hashwheel"))
+        .collect();
+    let color = |c: &str| match ours.iter().position(|o| *o == c) {
+        Some(i) => BLUES[i % BLUES.len()],
+        None => rival_color(c),
     };
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -279,15 +309,35 @@ fn draw(
         .max(1e-3)
         / 2.0;
     let hi = values.iter().copied().fold(0.0f64, f64::max).max(lo * 10.0) * 4.0;
+    // The same room for the titles in every panel, so the axes line up.
+    let title_lines = panels
+        .iter()
+        .map(|p| p.title.lines().count() as u32)
+        .max()
+        .unwrap_or(1);
+    let scale = Scale {
+        lo,
+        hi,
+        title_lines,
+        y_desc,
+    };
     for (panel, area) in panels.iter().zip(&areas) {
         let who = contenders(lines, &panel.groups.iter().map(|g| g.1).collect::<Vec<_>>());
-        draw_panel(&root, area, panel, lines, &who, &color, (lo, hi), y_desc)?;
+        draw_panel(&root, area, panel, lines, &who, &color, &scale)?;
     }
     root.present()?;
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What every panel of a chart shares: the y range, the room for titles,
+/// the y axis's name.
+struct Scale<'a> {
+    lo: f64,
+    hi: f64,
+    title_lines: u32,
+    y_desc: &'a str,
+}
+
 fn draw_panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     area: &DrawingArea<DB, plotters::coord::Shift>,
@@ -295,14 +345,18 @@ fn draw_panel<DB: DrawingBackend>(
     lines: &[Line],
     who: &[&str],
     color: &dyn Fn(&str) -> RGBColor,
-    (lo, hi): (f64, f64),
-    y_desc: &str,
+    scale: &Scale,
 ) -> Result<(), Error>
 where
     DB::ErrorType: 'static,
 {
+    let Scale {
+        lo,
+        hi,
+        title_lines,
+        y_desc,
+    } = *scale;
     let n = panel.groups.len();
-    let title_lines = panel.title.lines().count() as u32;
     let mut chart = ChartBuilder::on(area)
         .margin_left(6)
         .margin_right(10)
@@ -315,7 +369,7 @@ where
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
-        .y_labels(8)
+        .y_labels(16)
         .y_label_formatter(&|v| short(*v))
         .y_desc(y_desc)
         .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
@@ -326,10 +380,11 @@ where
         .draw()?;
     // The panel's title, above its plot.
     let (cx, top) = chart.backend_coord(&(n as f64 / 2.0, hi));
+    let own = panel.title.lines().count() as i32;
     for (i, line) in panel.title.lines().enumerate() {
         root.draw(&Text::new(
             line.to_string(),
-            (cx, top - 8 - 16 * (title_lines as i32 - i as i32)),
+            (cx, top - 8 - 16 * (own - i as i32)),
             ("sans-serif", 14)
                 .into_font()
                 .style(FontStyle::Bold)
