@@ -22,17 +22,19 @@ pub struct Config {
     pub w9_warmup_ms: u64,
     pub w9_window_ms: u64,
     pub q_pairs: usize,
-    /// W10 requests per task (1,000 tasks) per contender and flavour.
+    /// W10 requests per task (1,000 tasks) per contender and flavour
+    /// (`--w10-loops=N`).
     pub w10_loops: usize,
-    /// W10 rounds, contenders alternating within each.
+    /// W10 rounds, contenders alternating within each (`--w10-rounds=N`).
     pub w10_rounds: usize,
     /// W11 timers grown to, one at a time (`--w11-count=N`).
     pub w11_count: usize,
-    /// W11 timers the `Timer` grows to while a 1 ms interval is measured.
+    /// W11 timers the `Timer` grows to while a 1 ms interval is measured
+    /// (`--w11-grow=N`).
     pub w11_grow: usize,
-    /// W12 `light` sleeps.
+    /// W12 `light` sleeps (`--w12-light=N`).
     pub w12_light: usize,
-    /// W12 `busy` seconds per contender and flavour.
+    /// W12 `busy` seconds per contender and flavour (`--w12-busy-secs=S`).
     pub w12_busy_secs: f64,
     pub q_hold: usize,
     pub q_items: usize,
@@ -123,8 +125,12 @@ impl Config {
             w9_workers: arg("workers").unwrap_or(cfg.w9_workers),
             w9_warmup_ms: arg("warmup-ms").unwrap_or(cfg.w9_warmup_ms),
             w9_window_ms: arg("window-ms").unwrap_or(cfg.w9_window_ms),
+            w10_loops: arg("w10-loops").unwrap_or(cfg.w10_loops),
+            w10_rounds: arg("w10-rounds").unwrap_or(cfg.w10_rounds),
             w11_count: arg("w11-count").unwrap_or(cfg.w11_count),
             w11_grow: arg("w11-grow").unwrap_or(cfg.w11_grow),
+            w12_light: arg("w12-light").unwrap_or(cfg.w12_light),
+            w12_busy_secs: arg("w12-busy-secs").unwrap_or(cfg.w12_busy_secs),
             charts: charts_dir(quick),
             ..cfg
         }
