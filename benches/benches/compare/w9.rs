@@ -79,7 +79,10 @@ thread_local! {
 }
 
 /// Records one heartbeat's lateness if it was due within `window`.
-fn w9_record(due: Instant, window: (Instant, Instant)) {
+/// `due` is whichever `Instant` the interval hands out (tokio's, or std's
+/// where hashwheel takes std's).
+fn w9_record(due: impl Into<Instant>, window: (Instant, Instant)) {
+    let due: Instant = due.into();
     if due < window.0 || due >= window.1 {
         return;
     }
