@@ -52,7 +52,7 @@
 //! The run that prints the table also draws it as SVG (`charts`), so the
 //! pictures in BENCHMARKS.md and the README are never drawn by hand:
 //! `w9.svg` (W9 CPU, context switches, lateness p50/p99 against tokio),
-//! `w10.svg`, `w11.svg`, `w12.svg` (see `rival_charts`),
+//! `w9-rivals.svg`, `w10.svg`, `w11.svg`, `w12.svg` (see `rival_charts`),
 //! `ops.svg` (W1–W3 per operation and W2 bytes per timer against tokio and
 //! tokio-util) and `queue.svg` (Q1–Q4 against tokio-util's `DelayQueue`).
 //!

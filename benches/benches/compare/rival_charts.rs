@@ -7,7 +7,10 @@
 //! - `w11.svg`: the tails (p50, p99, p99.99, worst) of insert, reset and
 //!   cancel while growing to N pending timers;
 //! - `w12.svg`: the lateness p50 and p99 of short sleeps, `light` and
-//!   `busy`, current-thread and 2 workers.
+//!   `busy`, current-thread and 2 workers;
+//! - `w9-rivals.svg`: W9 (heartbeat storm) with tokio's alternative timer
+//!   (when built in) and pingora-timeout's lighter heartbeats-only storm
+//!   beside hashwheel and `tokio::time`.
 //!
 //! As in `charts`, a chart is drawn only by a run that measured all of its
 //! figures.
@@ -106,6 +109,29 @@ pub fn draw_all(cfg: &Config, dir: &Path, lines: &[Line]) {
                 cfg.w10_rounds
             ),
             "Lower is better. The floor runs the same loop with no timeout.".to_string(),
+            run.clone(),
+        ],
+    );
+    write(
+        dir,
+        "w9-rivals.svg",
+        lines,
+        &[
+            panel("CPU ms per second", &[("", "W9r cpu")]),
+            panel("context switches\nper second", &[("", "W9r csw")]),
+            panel("heartbeat lateness, ms", &[("p50", "W9r p50"), ("p99", "W9r p99")]),
+        ],
+        &format!(
+            "W9 heartbeat storm against every rival: {} connections, {} workers (log scale)",
+            thousands(cfg.w9_connections),
+            cfg.w9_workers
+        ),
+        "each panel's own unit",
+        &[
+            "Each connection: a 1 s heartbeat and a 30 s idle timeout pushed back on every beat; pingora's \
+             storm is lighter work (heartbeats only, no idle timeout, deadlines rounded to 10 ms)."
+                .to_string(),
+            "Lower is better. Each contender in a child process of its own.".to_string(),
             run.clone(),
         ],
     );
