@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::config::{repository, Config};
-use crate::report::Row;
+use crate::report::{Line, Row};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -62,8 +62,8 @@ const TOKIO_UTIL_QUEUE: Contender = Contender {
     color: TOKIO_UTIL,
     column: Column::DelayQueue,
 };
-const INK: RGBColor = RGBColor(40, 40, 40);
-const GREY: RGBColor = RGBColor(90, 90, 90);
+pub const INK: RGBColor = RGBColor(40, 40, 40);
+pub const GREY: RGBColor = RGBColor(90, 90, 90);
 
 /// One cluster of bars: each contender's figure for one measurement.
 struct Group {
@@ -122,7 +122,7 @@ fn groups(rows: &[Row], contenders: &[Contender], picks: &[Pick]) -> Option<Vec<
 /// Draws every chart whose workloads this run measured into `cfg.charts`;
 /// says on stderr what it wrote and what it left alone. A chart that cannot
 /// be written is reported, and the run goes on.
-pub fn draw_all(cfg: &Config, rows: &[Row]) {
+pub fn draw_all(cfg: &Config, rows: &[Row], lines: &[Line]) {
     let Some(dir) = &cfg.charts else {
         eprintln!("charts: none drawn (--no-charts, or a --quick run without --charts)");
         return;
@@ -283,6 +283,8 @@ pub fn draw_all(cfg: &Config, rows: &[Row]) {
         &notes,
         &queues,
     );
+
+    crate::rival_charts::draw_all(cfg, dir, lines);
 }
 
 /// A panel of one figure (one cluster of bars, no label below it).
@@ -324,7 +326,7 @@ fn write(
 }
 
 /// The last line of every chart's notes: when and how the run was made.
-fn run_note() -> String {
+pub fn run_note() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -393,7 +395,7 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
 }
 
 /// `100000` as `100,000`.
-fn thousands(n: usize) -> String {
+pub fn thousands(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -428,7 +430,7 @@ fn tick(v: f64, top: f64) -> String {
 }
 
 /// Rough width in pixels of `text` at `size` px, for laying out the legend.
-fn text_width(text: &str, size: u32) -> i32 {
+pub fn text_width(text: &str, size: u32) -> i32 {
     (text.chars().count() as f64 * size as f64 * 0.58) as i32
 }
 

@@ -52,6 +52,11 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
     /// Uniform in `lo..hi` milliseconds.
     pub fn millis(&mut self, lo: u64, hi: u64) -> Duration {
         Duration::from_millis(lo + self.next() % (hi - lo))

@@ -22,6 +22,20 @@ pub struct Config {
     pub w9_warmup_ms: u64,
     pub w9_window_ms: u64,
     pub q_pairs: usize,
+    /// W10 requests per task (1,000 tasks) per contender and flavour
+    /// (`--w10-loops=N`).
+    pub w10_loops: usize,
+    /// W10 rounds, contenders alternating within each (`--w10-rounds=N`).
+    pub w10_rounds: usize,
+    /// W11 timers grown to, one at a time (`--w11-count=N`).
+    pub w11_count: usize,
+    /// W11 timers the `Timer` grows to while a 1 ms interval is measured
+    /// (`--w11-grow=N`).
+    pub w11_grow: usize,
+    /// W12 `light` sleeps (`--w12-light=N`).
+    pub w12_light: usize,
+    /// W12 `busy` seconds per contender and flavour (`--w12-busy-secs=S`).
+    pub w12_busy_secs: f64,
     pub q_hold: usize,
     pub q_items: usize,
     pub q_expire: usize,
@@ -66,6 +80,12 @@ impl Config {
                 w9_warmup_ms: 1_000,
                 w9_window_ms: 2_000,
                 q_pairs: 200_000,
+                w10_loops: 200,
+                w10_rounds: 2,
+                w11_count: 300_000,
+                w11_grow: 300_000,
+                w12_light: 500,
+                w12_busy_secs: 1.0,
                 q_hold: 200_000,
                 q_items: 20_000,
                 q_expire: 200_000,
@@ -88,6 +108,12 @@ impl Config {
                 w9_warmup_ms: 2_000,
                 w9_window_ms: 4_000,
                 q_pairs: 1_000_000,
+                w10_loops: 1_000,
+                w10_rounds: 3,
+                w11_count: 4_000_000,
+                w11_grow: 2_000_000,
+                w12_light: 2_000,
+                w12_busy_secs: 3.0,
                 q_hold: 1_000_000,
                 q_items: 100_000,
                 q_expire: 1_000_000,
@@ -99,6 +125,12 @@ impl Config {
             w9_workers: arg("workers").unwrap_or(cfg.w9_workers),
             w9_warmup_ms: arg("warmup-ms").unwrap_or(cfg.w9_warmup_ms),
             w9_window_ms: arg("window-ms").unwrap_or(cfg.w9_window_ms),
+            w10_loops: arg("w10-loops").unwrap_or(cfg.w10_loops),
+            w10_rounds: arg("w10-rounds").unwrap_or(cfg.w10_rounds),
+            w11_count: arg("w11-count").unwrap_or(cfg.w11_count),
+            w11_grow: arg("w11-grow").unwrap_or(cfg.w11_grow),
+            w12_light: arg("w12-light").unwrap_or(cfg.w12_light),
+            w12_busy_secs: arg("w12-busy-secs").unwrap_or(cfg.w12_busy_secs),
             charts: charts_dir(quick),
             ..cfg
         }

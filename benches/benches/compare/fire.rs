@@ -9,9 +9,10 @@ use hashwheel::Timer;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
+use crate::child::{ALT_NOTE, ALT_TIMER};
 use crate::common::{percentile, two_workers};
 use crate::config::Config;
-use crate::report::Row;
+use crate::report::{lines, Line, Row};
 
 /// Lateness in µs, signed (negative = early), sorted.
 fn w4_run(
@@ -44,7 +45,9 @@ fn w4_run(
     })
 }
 
-pub fn w4(cfg: &Config) -> Vec<Row> {
+/// W4's rows (hashwheel against `tokio::time`) and lines (tokio's
+/// alternative timer, when the bench is built with `--cfg tokio_unstable`).
+pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
     let ours = {
         let rt = two_workers();
         let timer = rt.block_on(async { Timer::new() });
@@ -53,6 +56,7 @@ pub fn w4(cfg: &Config) -> Vec<Row> {
     let tokio = w4_run(&two_workers(), cfg.w4_tasks, |d| {
         Box::pin(tokio::time::sleep_until(d))
     });
+    let alt = alt_timer(cfg);
     let early = |late: &[i64]| late.iter().filter(|&&l| l < 0).count();
     assert_eq!(early(&ours), 0, "hashwheel fired early");
     let row = |figure: &str, p: f64| {
@@ -60,10 +64,52 @@ pub fn w4(cfg: &Config) -> Vec<Row> {
             .tokio(percentile(&tokio, p))
             .places(3)
     };
-    vec![
+    let rows = vec![
         row("fire: lateness p50, ms", 0.5),
         row("fire: lateness p99, ms", 0.99),
         row("fire: lateness max, ms", 1.0),
         row("fire: lateness min (≥ 0: never early), ms", 0.0),
-    ]
+    ];
+    let mut extra = Vec::new();
+    if let Some(alt) = alt {
+        for (figure, p) in [
+            ("fire: lateness p50, ms", 0.5),
+            ("fire: lateness p99, ms", 0.99),
+            ("fire: lateness max, ms", 1.0),
+            ("fire: lateness min (≥ 0: never early), ms", 0.0),
+        ] {
+            let mut these = lines(
+                "W4",
+                figure,
+                &[
+                    ("hashwheel Timer", vec![percentile(&ours, p)]),
+                    ("tokio::time", vec![percentile(&tokio, p)]),
+                    ("tokio alternative timer", vec![percentile(&alt, p)]),
+                ],
+                "hashwheel Timer",
+                None,
+                3,
+                None,
+            );
+            if p == 0.0 {
+                // A check (≥ 0: never early), not a cost: no ratio.
+                these.iter_mut().for_each(|l| l.base = None);
+            }
+            extra.extend(these);
+        }
+    } else {
+        eprintln!("W4: {ALT_NOTE}");
+    }
+    (rows, extra)
+}
+
+/// W4 on tokio's alternative timer (2 workers), if built in.
+fn alt_timer(cfg: &Config) -> Option<Vec<i64>> {
+    if !ALT_TIMER {
+        return None;
+    }
+    let rt = crate::child::runtime("2w", true);
+    Some(w4_run(&rt, cfg.w4_tasks, |d| {
+        Box::pin(tokio::time::sleep_until(d))
+    }))
 }

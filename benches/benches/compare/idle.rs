@@ -109,3 +109,84 @@ pub fn w8(cfg: &Config) -> Vec<Row> {
         .places(2),
     ]
 }
+
+// ---- thread-driver: W6 on the thread driver (the `thread-driver` feature) ----
+
+/// W6 on a timer turned by a thread of its own
+/// (`Timer::builder().driver_thread()`), outside any runtime: driver
+/// wake-ups per second with nothing pending and with one timeout an hour
+/// away (the crate's own count), the process's context switches per second
+/// over the same window (the driver thread's sleeps and wakes show there),
+/// and CPU ms per second; futures-timer's `Delay` idling beside it for the
+/// CPU figure.
+#[cfg(feature = "thread-driver")]
+pub fn w6_thread(cfg: &Config) -> Vec<Row> {
+    use std::time::Instant;
+
+    let secs = cfg.w6_secs;
+    let window = Duration::from_secs(secs);
+    let timer = Timer::builder()
+        .driver_thread()
+        .build()
+        .expect("thread-driven timer");
+    let w0 = timer.driver_wakeups();
+    std::thread::sleep(window);
+    let empty = (timer.driver_wakeups() - w0) as f64 / secs as f64;
+    let mut t = timer.sleep(Duration::from_secs(3600));
+    poll_once(Pin::new(&mut t));
+    std::thread::sleep(Duration::from_millis(50));
+    let (w0, csw0, cpu0, wall) = (
+        timer.driver_wakeups(),
+        context_switches(),
+        cpu_time(),
+        Instant::now(),
+    );
+    std::thread::sleep(window);
+    let wall = wall.elapsed().as_secs_f64();
+    let cpu = (cpu_time() - cpu0).as_secs_f64() * 1000.0 / wall;
+    let csw = (context_switches() - csw0) as f64 / wall;
+    let wakeups = (timer.driver_wakeups() - w0) as f64 / wall;
+    drop(t);
+    // futures-timer: one Delay an hour away, polled once, its helper thread
+    // idling.
+    let mut delay = futures_timer::Delay::new(Duration::from_secs(3600));
+    poll_once(Pin::new(&mut delay));
+    std::thread::sleep(Duration::from_millis(50));
+    let (cpu0, wall0) = (cpu_time(), Instant::now());
+    std::thread::sleep(window);
+    let ft_cpu = (cpu_time() - cpu0).as_secs_f64() * 1000.0 / wall0.elapsed().as_secs_f64();
+    vec![
+        Row::new(
+            "W6",
+            "thread driver idle, one timeout in 1 h: CPU ms/s (DelayQueue column: futures-timer)",
+            cpu,
+        )
+        .dq(ft_cpu)
+        .places(3),
+        Row::new(
+            "W6",
+            "thread driver idle, one timeout in 1 h: wake-ups/s",
+            wakeups,
+        )
+        .places(2),
+        Row::new(
+            "W6",
+            "thread driver idle, one timeout in 1 h: process context switches/s",
+            csw,
+        )
+        .places(2),
+        Row::new("W6", "thread driver idle, empty: wake-ups/s", empty).places(2),
+    ]
+}
+
+/// The process's context switches so far (`getrusage`).
+#[cfg(feature = "thread-driver")]
+fn context_switches() -> u64 {
+    // SAFETY: `usage` is a valid, writable rusage for the call's duration.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(rc, 0, "getrusage failed");
+    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+}
+
+// ---- end of the thread-driver W6 ----

@@ -1,15 +1,37 @@
 //! Side-by-side comparison of hashwheel with `tokio::time` and tokio-util's
-//! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8, W9), and of
-//! hashwheel's `DelayQueue` with tokio-util's (Q1–Q4), in one process (W9 in
-//! one child process per contender).
+//! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8, W9), of
+//! hashwheel's `DelayQueue` with tokio-util's (Q1–Q4), and of hashwheel with
+//! the strongest rivals where servers spend (W10 request timeouts, W11
+//! growth, W12 short sleeps: tokio's alternative timer, pingora-timeout,
+//! futures-timer, async-io). W9–W12 run each contender in a child process
+//! of its own.
 //!
 //! ```text
 //! cargo bench -p hashwheel-benches --bench compare            # full counts
 //! cargo bench -p hashwheel-benches --bench compare -- --quick # smaller counts
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W9 --connections=100000 --workers=2
 //! cargo bench -p hashwheel-benches --bench compare -- --only=Q1,Q2,Q3,Q4
+//! cargo bench -p hashwheel-benches --bench compare -- --only=W10,W11,W12 --quick
+//! cargo bench -p hashwheel-benches --bench compare -- --only=W11 --w11-count=2000000
 //! cargo bench -p hashwheel-benches --bench compare -- --quick --charts=/tmp/charts
 //! ```
+//!
+//! # tokio's alternative timer
+//!
+//! `tokio::runtime::Builder::enable_alt_timer()` exists only under
+//! `--cfg tokio_unstable`. Built without it, the bench leaves that
+//! contender out of W4, W9, W10 and W12 and says so; to measure it, build
+//! every contender with the flag, in a target directory of its own so that
+//! the flag does not rebuild the main one:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg tokio_unstable" cargo bench -p hashwheel-benches --bench compare \
+//!     --target-dir target/tokio-unstable -- --only=W10
+//! ```
+//!
+//! The cargo feature `thread-driver` (off by default) adds the contenders
+//! of hashwheel's thread driver (`Builder::driver_thread()`,
+//! `hashwheel::Delay`) to W6, W10 and W12, once that API is on main.
 //!
 //! Timed workloads run their contenders interleaved, `reps` times each, and
 //! keep each contender's best run, so that load drifting on a shared machine
@@ -30,6 +52,7 @@
 //! The run that prints the table also draws it as SVG (`charts`), so the
 //! pictures in BENCHMARKS.md and the README are never drawn by hand:
 //! `w9.svg` (W9 CPU, context switches, lateness p50/p99 against tokio),
+//! `w9-rivals.svg`, `w10.svg`, `w11.svg`, `w12.svg` (see `rival_charts`),
 //! `ops.svg` (W1–W3 per operation and W2 bytes per timer against tokio and
 //! tokio-util) and `queue.svg` (Q1–Q4 against tokio-util's `DelayQueue`).
 //!
@@ -57,13 +80,20 @@
 //! - `fire`: W4 (fire spawned tasks, lateness);
 //! - `idle`: W6 and W8 (idle CPU, driver wake-ups);
 //! - `w9`: W9 (heartbeat storm, one child process per contender);
+//! - `w10`: W10 (request-timeout wrapper, on tokio and on any executor);
+//! - `w11`: W11 (growth: tail latency of insert, reset, cancel; a 1 ms
+//!   interval's lateness while a timer grows);
+//! - `w12`: W12 (short sleeps: `light` and `busy`);
+//! - `child`: the child processes of W10–W12 (`--child=W10 ...`);
 //! - `queue`: Q1–Q4 (hashwheel's `DelayQueue` against tokio-util's);
 //! - `alloc` (the counting allocator), `common` (clocks, runtimes, helpers),
 //!   `config` (the command line), `report` (the table and its ratios),
-//!   `charts` (the SVG charts of the same rows).
+//!   `charts` (the SVG charts of the same rows), `rival_charts` (the charts
+//!   of W10–W12, log scale, from the second table's lines).
 
 mod alloc;
 mod charts;
+mod child;
 mod common;
 mod config;
 mod fire;
@@ -71,6 +101,10 @@ mod idle;
 mod ops;
 mod queue;
 mod report;
+mod rival_charts;
+mod w10;
+mod w11;
+mod w12;
 mod w9;
 
 use config::{arg, Config};
@@ -81,18 +115,27 @@ fn main() {
     if let Some(which) = arg::<String>("w9-child") {
         return w9::w9_child(&which, &cfg);
     }
+    if let Some(which) = arg::<String>("child") {
+        return match which.as_str() {
+            "W10" => w10::child(&cfg),
+            "W11" => w11::child(&cfg),
+            "W12" => w12::child(&cfg),
+            other => panic!("unknown child workload {other}"),
+        };
+    }
     let t0 = std::time::Instant::now();
     eprintln!(
-        "hashwheel compare ({}): W1..W6, W8, W9, Q1..Q4; best of {} interleaved runs",
+        "hashwheel compare ({}): W1..W6, W8..W12, Q1..Q4; best of {} interleaved runs",
         if cfg.quick { "quick" } else { "full" },
         cfg.reps
     );
     let mut rows = Vec::new();
+    let mut lines = Vec::new();
     let mut w1_ns = None;
     if cfg.runs("W1") {
-        let (ns, row) = ops::w1(&cfg);
+        let (ns, w1_rows) = ops::w1(&cfg);
         w1_ns = Some(ns);
-        rows.push(row);
+        rows.extend(w1_rows);
         eprintln!("W1 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W2") {
@@ -104,7 +147,9 @@ fn main() {
         eprintln!("W3 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W4") {
-        rows.extend(fire::w4(&cfg));
+        let (w4_rows, w4_lines) = fire::w4(&cfg);
+        rows.extend(w4_rows);
+        lines.extend(w4_lines);
         eprintln!("W4 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W5") {
@@ -127,6 +172,9 @@ fn main() {
     }
     if cfg.runs("W6") {
         rows.extend(idle::w6(&cfg));
+        // thread-driver: W6 on the thread driver.
+        #[cfg(feature = "thread-driver")]
+        rows.extend(idle::w6_thread(&cfg));
         eprintln!("W6 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W8") {
@@ -134,8 +182,22 @@ fn main() {
         eprintln!("W8 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W9") {
-        rows.extend(w9::w9(&cfg));
+        let (w9_rows, w9_lines) = w9::w9(&cfg);
+        rows.extend(w9_rows);
+        lines.extend(w9_lines);
         eprintln!("W9 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W10") {
+        lines.extend(w10::w10(&cfg));
+        eprintln!("W10 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W11") {
+        lines.extend(w11::w11(&cfg));
+        eprintln!("W11 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W12") {
+        lines.extend(w12::w12(&cfg));
+        eprintln!("W12 done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("Q1") {
         rows.push(queue::q1(&cfg));
@@ -154,12 +216,15 @@ fn main() {
         eprintln!("Q4 done ({:.1?})", t0.elapsed());
     }
 
-    println!();
-    println!("| id | figure | hashwheel | tokio::time | ratio | DelayQueue | ratio |");
-    println!("|----|--------|-----------|-------------|-------|------------|-------|");
-    for row in &rows {
-        row.print();
+    if !rows.is_empty() {
+        println!();
+        println!("| id | figure | hashwheel | tokio::time | ratio | DelayQueue | ratio |");
+        println!("|----|--------|-----------|-------------|-------|------------|-------|");
+        for row in &rows {
+            row.print();
+        }
     }
+    report::print_lines(&lines);
     println!();
     println!("| floor (this run) | ns |");
     println!("|------------------|----|");
@@ -169,5 +234,11 @@ fn main() {
     println!();
     println!("ratio = rival / hashwheel (above 1: hashwheel faster or smaller); lower figures are better except the W5 scaling line and the Q4 rate (its ratio is hashwheel / rival).");
     println!("Q rows: the hashwheel column is hashwheel's DelayQueue, the DelayQueue column tokio-util's.");
-    charts::draw_all(&cfg, &rows);
+    if !lines.is_empty() {
+        println!("Second table: rival / hashwheel on the same line (above 1: hashwheel cheaper or more punctual); \"best\" is the lowest of the rounds.");
+        if !child::ALT_TIMER {
+            println!("{}", child::ALT_NOTE);
+        }
+    }
+    charts::draw_all(&cfg, &rows, &lines);
 }

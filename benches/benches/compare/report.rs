@@ -118,3 +118,120 @@ pub fn floors(n: usize) -> Vec<(&'static str, f64)> {
         ),
     ]
 }
+
+/// One contender's figure in a workload with many contenders (W4's and
+/// W9's extra rivals, W10–W12): printed in a second table, one line per
+/// contender, with the ratio to hashwheel's figure on the same line of the
+/// same run.
+pub struct Line {
+    pub id: &'static str,
+    pub figure: String,
+    pub contender: &'static str,
+    /// The figure: the best (lowest) of `rounds`.
+    pub value: f64,
+    /// Every round's figure, in the order run.
+    pub rounds: Vec<f64>,
+    /// hashwheel's figure for the ratio (`rival / hashwheel`); `None` on
+    /// hashwheel's own line, or where no ratio means anything (the floor).
+    pub base: Option<f64>,
+    places: usize,
+    /// The key a chart finds this figure by (`charts`), with `contender`.
+    pub chart: Option<&'static str>,
+}
+
+impl Line {
+    pub fn new(
+        id: &'static str,
+        figure: impl Into<String>,
+        contender: &'static str,
+        rounds: Vec<f64>,
+    ) -> Line {
+        Line {
+            id,
+            figure: figure.into(),
+            contender,
+            value: best(&rounds),
+            rounds,
+            base: None,
+            places: 1,
+            chart: None,
+        }
+    }
+
+    pub fn base(mut self, base: f64) -> Line {
+        self.base = Some(base);
+        self
+    }
+
+    pub fn places(mut self, places: usize) -> Line {
+        self.places = places;
+        self
+    }
+
+    pub fn chart(mut self, key: &'static str) -> Line {
+        self.chart = Some(key);
+        self
+    }
+
+    pub fn print(&self) {
+        let p = self.places;
+        let rounds = if self.rounds.len() > 1 {
+            let all: Vec<String> = self.rounds.iter().map(|v| format!("{v:.p$}")).collect();
+            all.join(" / ")
+        } else {
+            "–".to_string()
+        };
+        let ratio = match self.base {
+            Some(b) if b > 0.0 => format!("{:.2}×", self.value / b),
+            Some(_) => "∞".to_string(),
+            None => "–".to_string(),
+        };
+        println!(
+            "| {} | {} | {} | {:.p$} | {} | {} |",
+            self.id, self.figure, self.contender, self.value, rounds, ratio
+        );
+    }
+}
+
+/// One figure of one workload for every contender that ran: `runs` holds
+/// `(contender, rounds)`; the ratio of each line is to `ours`' figure,
+/// except on `ours`' own line and on `floor`'s (if given).
+pub fn lines(
+    id: &'static str,
+    figure: &str,
+    runs: &[(&'static str, Vec<f64>)],
+    ours: &str,
+    floor: Option<&str>,
+    places: usize,
+    chart: Option<&'static str>,
+) -> Vec<Line> {
+    let base = runs.iter().find(|(c, _)| *c == ours).map(|(_, r)| best(r));
+    runs.iter()
+        .filter(|(_, r)| !r.is_empty())
+        .map(|(c, r)| {
+            let mut line = Line::new(id, figure, c, r.clone()).places(places);
+            if *c != ours && Some(*c) != floor {
+                if let Some(b) = base {
+                    line = line.base(b);
+                }
+            }
+            if let Some(key) = chart {
+                line = line.chart(key);
+            }
+            line
+        })
+        .collect()
+}
+
+/// The second table: every [`Line`].
+pub fn print_lines(lines: &[Line]) {
+    if lines.is_empty() {
+        return;
+    }
+    println!();
+    println!("| id | figure | contender | best | rounds | rival / hashwheel |");
+    println!("|----|--------|-----------|------|--------|-------------------|");
+    for line in lines {
+        line.print();
+    }
+}

@@ -10,9 +10,10 @@ use hashwheel::Timer;
 use tokio::runtime::Builder;
 use tokio::time::Instant;
 
+use crate::child::{ALT_NOTE, ALT_TIMER};
 use crate::common::{cpu_time, D30};
 use crate::config::Config;
-use crate::report::Row;
+use crate::report::{lines, Line, Row};
 
 /// Lateness histogram of one worker thread, in µs: exact below 128 µs, then
 /// 64 sub-buckets per power of two (within 1.6%). One writer (its thread),
@@ -78,7 +79,10 @@ thread_local! {
 }
 
 /// Records one heartbeat's lateness if it was due within `window`.
-fn w9_record(due: Instant, window: (Instant, Instant)) {
+/// `due` is whichever `Instant` the interval hands out (tokio's, or std's
+/// where hashwheel takes std's).
+fn w9_record(due: impl Into<Instant>, window: (Instant, Instant)) {
+    let due: Instant = due.into();
     if due < window.0 || due >= window.1 {
         return;
     }
@@ -167,15 +171,32 @@ async fn w9_conn_tokio(first: Instant, window: (Instant, Instant)) {
     }
 }
 
+/// pingora-timeout's `fast_sleep` as the heartbeat, with no idle timeout:
+/// lighter work than the others (one timer per connection, not two, and
+/// no reset per beat), its deadlines rounded to 10 ms.
+async fn w9_conn_pingora(first: Instant, window: (Instant, Instant)) {
+    let mut due = first;
+    loop {
+        pingora_timeout::fast_timeout::fast_sleep(due.saturating_duration_since(Instant::now()))
+            .await;
+        w9_record(due, window);
+        due += HEARTBEAT;
+    }
+}
+
 /// The child: runs one contender's heartbeat storm and prints its figures
 /// as one `W9CHILD key=value ...` line on stdout.
 pub fn w9_child(which: &str, cfg: &Config) {
     let n = cfg.w9_connections;
-    let rt = Builder::new_multi_thread()
-        .worker_threads(cfg.w9_workers)
-        .enable_all()
-        .build()
-        .unwrap();
+    let mut builder = Builder::new_multi_thread();
+    builder.worker_threads(cfg.w9_workers).enable_all();
+    if which == "alt" {
+        #[cfg(tokio_unstable)]
+        builder.enable_alt_timer();
+        #[cfg(not(tokio_unstable))]
+        panic!("the alternative timer needs --cfg tokio_unstable");
+    }
+    let rt = builder.build().unwrap();
     let timer = (which == "hashwheel").then(|| rt.block_on(async { Timer::new() }));
     let rss_base = rss_bytes();
     let start = Instant::now() + Duration::from_millis(100);
@@ -187,6 +208,7 @@ pub fn w9_child(which: &str, cfg: &Config) {
         let first = start + HEARTBEAT * i as u32 / n as u32;
         match &timer {
             Some(timer) => rt.spawn(w9_conn_hashwheel(timer.clone(), first, window)),
+            None if which == "pingora" => rt.spawn(w9_conn_pingora(first, window)),
             None => rt.spawn(w9_conn_tokio(first, window)),
         };
     }
@@ -250,9 +272,19 @@ fn w9_run(which: &str, cfg: &Config) -> Vec<(String, f64)> {
         .collect()
 }
 
-pub fn w9(cfg: &Config) -> Vec<Row> {
+/// W9's rows (hashwheel against `tokio::time`) and lines (tokio's
+/// alternative timer, if built in, and pingora-timeout's lighter
+/// heartbeats-only storm).
+pub fn w9(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
     let ours = w9_run("hashwheel", cfg);
     let tokio = w9_run("tokio", cfg);
+    let alt = if ALT_TIMER {
+        Some(w9_run("alt", cfg))
+    } else {
+        eprintln!("W9: {ALT_NOTE}");
+        None
+    };
+    let pingora = w9_run("pingora", cfg);
     let get = |v: &[(String, f64)], k: &str| {
         v.iter()
             .find(|(key, _)| key == k)
@@ -275,7 +307,42 @@ pub fn w9(cfg: &Config) -> Vec<Row> {
             .places(places)
     };
     let per_conn = |v: &[(String, f64)]| (get(v, "rss") - get(v, "rss_base")) / n as f64;
-    vec![
+    let mut extra = Vec::new();
+    for (figure, k, scale, places, chart) in [
+        ("CPU ms/s", "cpu_ms_s", 1.0, 1, Some("W9r cpu")),
+        ("context switches/s", "csw_s", 1.0, 0, Some("W9r csw")),
+        ("lateness p50, ms", "p50_us", 1e-3, 3, Some("W9r p50")),
+        ("lateness p99, ms", "p99_us", 1e-3, 3, Some("W9r p99")),
+        ("lateness max, ms", "max_us", 1e-3, 3, None),
+        ("lateness min (< 0: early), ms", "min_us", 1e-3, 3, None),
+    ] {
+        let mut runs = vec![
+            ("hashwheel Timer", vec![get(&ours, k) * scale]),
+            ("tokio::time", vec![get(&tokio, k) * scale]),
+        ];
+        if let Some(alt) = &alt {
+            runs.push(("tokio alternative timer", vec![get(alt, k) * scale]));
+        }
+        runs.push((
+            "pingora fast_sleep (heartbeats only: no idle timeout, 10 ms rounding)",
+            vec![get(&pingora, k) * scale],
+        ));
+        let mut these = lines(
+            "W9",
+            &format!("{label}: {figure}"),
+            &runs,
+            "hashwheel Timer",
+            None,
+            places,
+            chart,
+        );
+        if k == "min_us" {
+            // A check (≥ 0: never early), not a cost: no ratio.
+            these.iter_mut().for_each(|l| l.base = None);
+        }
+        extra.extend(these);
+    }
+    let rows = vec![
         row("CPU ms/s", "cpu_ms_s", 1.0, 1).chart("W9 cpu"),
         row("context switches/s", "csw_s", 1.0, 0).chart("W9 csw"),
         row("lateness p50, ms", "p50_us", 1e-3, 3).chart("W9 p50"),
@@ -295,5 +362,6 @@ pub fn w9(cfg: &Config) -> Vec<Row> {
             format!("{label}: driver wake-ups/s"),
             get(&ours, "wake_s"),
         ),
-    ]
+    ];
+    (rows, extra)
 }
