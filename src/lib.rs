@@ -23,6 +23,8 @@ timer handle, a keyed delay queue and a drop-in for `tokio::time`."
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "tokio")]
+mod deadlines;
+#[cfg(feature = "tokio")]
 pub mod delay_queue;
 #[cfg(feature = "tokio")]
 mod driver;

@@ -23,7 +23,7 @@ use crate::wheel::raw::{Key, State, NEVER};
 // | 62-63 | kind: one of the four below                              |
 // | 0-61  | deadline (µs since the timer's start), or while          |
 // |       | `REGISTERED` the slab key (bits 0-31) and the generation |
-// |       | of its deadline word (bits 32-46, see `shard::LINKED`)   |
+// |       | of its deadline word (bits 32-46, see `deadlines::LINKED`)|
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -36,7 +36,7 @@ use crate::wheel::raw::{Key, State, NEVER};
 // the common create-poll-drop pattern. The entry of a registered timeout
 // belongs to it until it is dropped or seen completed, so its key can never
 // be reused under it; the generation in its deadline word guards the
-// lock-free extension besides (see `shard::Deadlines::extend`).
+// lock-free extension besides (see `deadlines::Deadlines::extend`).
 //
 // A registered timeout's deadline lives in its deadline word (the wheel may
 // hold it at an earlier tick, from before an extension), except for
