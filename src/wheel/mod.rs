@@ -92,6 +92,7 @@ pub(crate) mod keyed_model;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod model;
 pub(crate) mod raw;
+pub(crate) mod store;
 
 use std::collections::HashMap;
 use std::fmt;
