@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::wheel::raw::{Due, Key};
+use crate::wheel::store::{self, page_len, Sparse, PAGE, SMALL_PAGES};
 
 /// The deadline word of an owned wheel entry (a registered
 /// [`Timeout`](crate::Timeout)), one `AtomicU64` per slab slot in a
@@ -51,67 +52,118 @@ pub(crate) fn linked_word(gen: u64, tick: u64) -> u64 {
     LINKED | (gen << GEN_SHIFT) | tick.min(FAR)
 }
 
-/// Slots in the first chunk of a [`Deadlines`] table (keys below it); chunk
-/// `i > 0` holds the keys from `FIRST_CHUNK << (i - 1)` up to twice that,
-/// so the table for keys below a power of two is that many words: it grows
-/// by doubling in step with the slab.
-const FIRST_CHUNK: usize = 64;
-/// Chunks enough for every key (`u32`).
-const CHUNKS: usize = 27;
+/// Super-pages of deadline words for the keys from [`PAGE`] on: super-page
+/// `j` holds the `2^j` pages of keys `PAGE << j` up to `PAGE << (j + 1)`.
+const SUPERS: usize = 32 - PAGE.trailing_zeros() as usize;
 
-/// The deadline words of a shard's owned entries, by slab key (see
-/// [`LINKED`]): chunks that are allocated once (under the shard's lock, when
-/// an insert first needs them) and never move or go away, so the words can
-/// be read and written without the lock.
+/// One page of deadline words.
+type Words = OnceLock<Box<[AtomicU64]>>;
+
+/// The deadline words of a shard's owned entries, by key (see [`LINKED`]),
+/// laid out in the pages of the wheel's store ([`store::locate`]): pages
+/// that are allocated once (under the shard's lock, when an insert first
+/// needs them) and never move or go away, so the words can be read and
+/// written without the lock.
+///
+/// The pages below [`PAGE`] keys (64 to 512 words) sit in a fixed table.
+/// From there on the pages of [`PAGE`] words are reached through
+/// *super-pages*, as `sharded-slab` lays out its pages: super-page `j`
+/// holds the `2^j` pages of keys `PAGE·2^j` up to twice that, and its
+/// directory (24 bytes per page) is allocated by the insert that first
+/// reaches it. Memory follows the key count within one page, and no insert
+/// copies anything: the largest single allocation up to 4,194,304 keys is a
+/// directory of 4,096 pages (96 KiB), about 0.02 bytes per key already held.
+///
+/// The words are not given back by [`Timer::shrink`](crate::Timer::shrink):
+/// a handle may be reading its word without the lock, so a page cannot go
+/// without a lock on that path (8 bytes per key, up to the highest key used).
 pub(crate) struct Deadlines {
-    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    small: [Words; SMALL_PAGES],
+    supers: [OnceLock<Box<[Words]>>; SUPERS],
+}
+
+/// Where a page of a [`Deadlines`] table is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Where {
+    /// Small page `n` (below [`PAGE`] keys).
+    Small(usize),
+    /// Page `i` of super-page `j`.
+    Super(usize, usize),
+}
+
+#[cold]
+#[track_caller]
+fn unallocated(key: Key) -> ! {
+    panic!("hashwheel: the deadline word of key {key} was read before its entry was inserted")
 }
 
 impl Deadlines {
     pub(crate) fn new() -> Deadlines {
         Deadlines {
-            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+            small: std::array::from_fn(|_| OnceLock::new()),
+            supers: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 
-    /// The chunk and the index in it of `key`.
-    fn locate(key: Key) -> (usize, usize) {
-        let k = key as usize;
-        if k < FIRST_CHUNK {
-            return (0, k);
+    /// The page of `key` in the table, its directory's size if it is in a
+    /// super-page, and the index of the word in the page.
+    #[inline]
+    fn locate(key: Key) -> (Where, usize) {
+        let (page, i) = store::locate(key);
+        if page < SMALL_PAGES {
+            return (Where::Small(page), i);
         }
-        let top = (usize::BITS - 1 - k.leading_zeros()) as usize;
-        (
-            top + 1 - FIRST_CHUNK.trailing_zeros() as usize,
-            k - (1 << top),
-        )
+        // Pages of `PAGE` words, numbered from 1.
+        let n = page + 1 - SMALL_PAGES;
+        let j = (usize::BITS - 1 - n.leading_zeros()) as usize;
+        (Where::Super(j, n - (1 << j)), i)
     }
 
-    /// The words in chunk `chunk`.
-    fn chunk_len(chunk: usize) -> usize {
-        if chunk == 0 {
-            FIRST_CHUNK
-        } else {
-            FIRST_CHUNK << (chunk - 1)
+    /// The page `at`, if it is allocated.
+    #[inline]
+    fn page(&self, at: Where) -> Option<&[AtomicU64]> {
+        match at {
+            Where::Small(page) => self.small[page].get().map(|w| &**w),
+            Where::Super(j, page) => self.supers[j].get()?[page].get().map(|w| &**w),
         }
+    }
+
+    fn words(len: usize) -> Box<[AtomicU64]> {
+        (0..len).map(|_| AtomicU64::new(0)).collect()
     }
 
     /// The word of `key`, allocating its chunk if need be (under the lock).
     pub(crate) fn slot_or_grow(&self, key: Key) -> &AtomicU64 {
-        let (chunk, i) = Self::locate(key);
-        &self.chunks[chunk].get_or_init(|| {
-            (0..Self::chunk_len(chunk))
-                .map(|_| AtomicU64::new(0))
-                .collect()
-        })[i]
+        let (at, i) = Self::locate(key);
+        let page = match at {
+            Where::Small(page) => self.small[page].get_or_init(|| Self::words(page_len(page))),
+            Where::Super(j, page) => self.supers[j]
+                .get_or_init(|| (0..1usize << j).map(|_| OnceLock::new()).collect())[page]
+                .get_or_init(|| Self::words(PAGE)),
+        };
+        &page[i]
     }
 
     /// The word of `key`, whose chunk an insert allocated.
+    #[inline]
     pub(crate) fn slot(&self, key: Key) -> &AtomicU64 {
-        let (chunk, i) = Self::locate(key);
-        &self.chunks[chunk]
-            .get()
-            .expect("hashwheel: a deadline word was read before its entry was inserted")[i]
+        let (at, i) = Self::locate(key);
+        match self.page(at) {
+            Some(page) => &page[i],
+            None => unallocated(key),
+        }
+    }
+
+    /// The words allocated, in every page.
+    #[cfg(test)]
+    fn allocated(&self) -> Vec<usize> {
+        let small = self.small.iter().filter_map(|w| w.get().map(|w| w.len()));
+        let supers = self
+            .supers
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|dir| dir.iter().filter_map(|w| w.get().map(|w| w.len())));
+        small.chain(supers).collect()
     }
 
     /// Inserted into the wheel at `key`, due at `tick`, an interval's if
@@ -168,13 +220,13 @@ impl Deadlines {
         &self,
         key: Key,
         filed: u64,
-        beats: &[Option<Arc<Beat>>],
+        beats: &Sparse<Arc<Beat>>,
         woken: impl FnOnce(Arc<Beat>),
     ) -> Due {
         let slot = self.slot(key);
         let mut cur = slot.load(Ordering::Acquire);
         if cur & BEAT != 0 && cur & LINKED != 0 {
-            if let Some(Some(beat)) = beats.get(key as usize) {
+            if let Some(beat) = beats.get(key) {
                 return Self::beat_due(slot, cur, filed, beat, woken);
             }
         }
@@ -307,31 +359,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deadline_chunks_cover_every_key_once_and_grow_by_doubling() {
+    fn deadline_pages_cover_every_key_once_and_follow_the_key_count() {
         let mut seen = std::collections::HashSet::new();
-        for key in (0..5_000).chain([u32::MAX - 3, u32::MAX - 4]) {
-            let (chunk, i) = Deadlines::locate(key);
-            assert!(
-                chunk < CHUNKS && i < Deadlines::chunk_len(chunk),
-                "key {key}"
-            );
-            assert!(seen.insert((chunk, i)), "key {key} shares a word");
+        let edges = (0..40u32).flat_map(|j| {
+            let edge = (PAGE as u64) << j.min(22);
+            [edge - 1, edge, edge + 1]
+        });
+        let keys = (0..5_000u64)
+            .chain(edges)
+            .chain([u64::from(u32::MAX) - 3, u64::from(u32::MAX) - 4])
+            .filter_map(|k| u32::try_from(k).ok())
+            .collect::<std::collections::BTreeSet<_>>();
+        for key in keys {
+            let (at, i) = Deadlines::locate(key);
+            let len = match at {
+                Where::Small(page) => {
+                    assert!(page < SMALL_PAGES, "key {key}");
+                    page_len(page)
+                }
+                Where::Super(j, page) => {
+                    assert!(j < SUPERS && page < 1 << j, "key {key}");
+                    PAGE
+                }
+            };
+            assert!(i < len, "key {key}");
+            assert!(seen.insert((at, i)), "key {key} shares a word");
         }
-        // Keys below a power of two take that many words, as the slab's
-        // capacity: a million keys, 1,048,576 words (8.4 bytes a key).
-        for (keys, words) in [(1 << 18, 1 << 18), (1_000_000, 1 << 20), (64, 64)] {
-            let (last, _) = Deadlines::locate(keys - 1);
-            let total: usize = (0..=last).map(Deadlines::chunk_len).sum();
-            assert_eq!(total, words, "{keys} keys");
-        }
+        // Only the pages an insert needs, each allocated once: a million
+        // keys take a million words, give or take a page.
         let table = Deadlines::new();
-        table.slot_or_grow(999_999);
-        let allocated: Vec<usize> = table
-            .chunks
-            .iter()
-            .filter_map(|chunk| chunk.get().map(|words| words.len()))
-            .collect();
-        assert_eq!(allocated, vec![1 << 19], "only the chunk an insert needs");
+        for key in [0, 63, 64, 999_999, 1_000_000] {
+            table.slot_or_grow(key);
+        }
+        let mut allocated = table.allocated();
+        allocated.sort_unstable();
+        assert_eq!(allocated, vec![64, 64, PAGE]);
+        let table = Deadlines::new();
+        for key in 0..1_000_000 {
+            table.slot_or_grow(key);
+        }
+        let words: usize = table.allocated().iter().sum();
+        assert!((1_000_000..1_000_000 + PAGE).contains(&words), "{words}");
+        // A word keeps its address as the table grows.
+        let word: *const AtomicU64 = table.slot(5);
+        table.slot_or_grow(4_000_000);
+        assert!(std::ptr::eq(word, table.slot(5)));
     }
 
     #[test]
@@ -344,7 +416,7 @@ mod tests {
         assert!(table.extend(7, gen, 200));
         assert_eq!(table.tick(7), Some(200));
         // The driver meets it at 100: re-filed at 200; at 200: fired.
-        let due = |filed| table.due(7, filed, &[], |_| unreachable!());
+        let due = |filed| table.due(7, filed, &Sparse::new(), |_| unreachable!());
         assert_eq!(due(100), Due::Refile(200));
         assert_eq!(due(200), Due::Fire);
         assert!(!table.is_linked(7, gen));

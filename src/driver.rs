@@ -298,7 +298,7 @@ fn turn(
                     };
                     expired += 1;
                     if entry.detached {
-                        if let Some(task) = state.tasks.remove(&entry.key) {
+                        if let Some(task) = state.tasks.remove(entry.key) {
                             task.mark_expired();
                             tasks += 1;
                             batch.push(Fired::Task(task));

@@ -8,7 +8,6 @@
 
 use std::any::Any;
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -26,6 +25,7 @@ use crate::live::LiveTimer;
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
+use crate::wheel::store::Sparse;
 
 pub(crate) use crate::deadlines::{Beat, Deadlines, STALLED, UNTAKEN};
 
@@ -160,9 +160,9 @@ pub(crate) struct ShardState {
     pub(crate) wheel: Wheel<Option<Waker>>,
     /// The [`Beat`]s of the intervals registered in the wheel, by key
     /// (their entries hold no waker). Empty until an interval registers.
-    pub(crate) beats: Vec<Option<Arc<Beat>>>,
+    pub(crate) beats: Sparse<Arc<Beat>>,
     /// Scheduled tasks, by key: detached entries of the wheel.
-    pub(crate) tasks: HashMap<Key, Arc<TaskInner>>,
+    pub(crate) tasks: Sparse<Arc<TaskInner>>,
     /// Counts kept under the lock, which the operation holds anyway.
     pub(crate) counts: Counts,
     /// Timeouts and tasks of this shard that fired or were cancelled under
@@ -224,8 +224,8 @@ impl Shared {
                 Arc::new(Shard {
                     state: Mutex::new(ShardState {
                         wheel: Wheel::with_resolution(wheel_size, ring, bucket_res(tick_us)),
-                        beats: Vec::new(),
-                        tasks: HashMap::new(),
+                        beats: Sparse::new(),
+                        tasks: Sparse::new(),
                         counts: Counts::default(),
                         released: 0,
                     }),
@@ -658,7 +658,7 @@ pub(crate) fn stop(
             state.wheel.drain(|expired: Expired<_>| {
                 drained += 1;
                 if expired.detached {
-                    if let Some(task) = state.tasks.remove(&expired.key) {
+                    if let Some(task) = state.tasks.remove(expired.key) {
                         task.mark_cancelled();
                         shard_tasks.push(task);
                     }
@@ -667,7 +667,7 @@ pub(crate) fn stop(
                     if let Some(waker) = expired.value {
                         wakers.push(waker);
                     }
-                    if let Some(Some(beat)) = state.beats.get(expired.key as usize) {
+                    if let Some(beat) = state.beats.get(expired.key) {
                         beats.push(beat.clone());
                     }
                 }

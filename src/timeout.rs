@@ -422,11 +422,7 @@ impl Timeout {
         // it on its next turn.
         let key = state.wheel.insert(tick, false, None);
         let gen = shard.deadlines.insert(key, tick, true);
-        let i = key as usize;
-        if state.beats.len() <= i {
-            state.beats.resize(i + 1, None);
-        }
-        state.beats[i] = Some(beat.clone());
+        state.beats.insert(key, beat.clone());
         drop(state);
         shard.common.note_deadline(tick);
         self.set(REGISTERED, u64::from(key) | gen << 32);
@@ -465,10 +461,7 @@ impl Timeout {
                         shard.release_locked(&mut guard, 1);
                     }
                     // An interval's: its beat leaves with it.
-                    let beat = guard
-                        .beats
-                        .get_mut(self.key() as usize)
-                        .and_then(Option::take);
+                    let beat = guard.beats.remove(self.key());
                     (state, waker, beat)
                 };
                 drop((waker, beat));

@@ -18,7 +18,7 @@ use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 use crate::timeout::{Timeout, WithTimeout};
-use crate::wheel::raw::{Key, NEVER};
+use crate::wheel::raw::NEVER;
 
 /// The smallest tick; shorter ones are raised to it.
 const MIN_TICK: Duration = Duration::from_millis(1);
@@ -612,10 +612,7 @@ impl Timer {
         (0..self.shared.shards.len())
             .map(|shard| {
                 let mut state = self.shared.lock(shard);
-                let tasks = state.tasks.capacity();
-                state.tasks.shrink_to_fit();
-                let freed = tasks - state.tasks.capacity();
-                state.wheel.shrink() + freed * std::mem::size_of::<(Key, Arc<TaskInner>)>()
+                state.wheel.shrink() + state.tasks.shrink() + state.beats.shrink()
             })
             .sum()
     }

@@ -136,11 +136,6 @@ impl<T> Store<T> {
         self.len
     }
 
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Values the store holds without allocating.
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
@@ -457,6 +452,7 @@ impl<T> Sparse<T> {
     }
 
     /// Values held.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -500,6 +496,7 @@ impl<T> Sparse<T> {
     }
 
     /// Every value, in key order.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> + '_ {
         self.pages
             .iter()
