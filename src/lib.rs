@@ -100,4 +100,12 @@ pub mod fuzzing {
         crate::wheel::model::check_bytes(data);
         crate::wheel::keyed_model::check_bytes(data);
     }
+
+    /// Decodes `data` into operations on the wheel's paged store (insert,
+    /// remove, vacant keys, reserve, shrink, compact, clear, across page
+    /// boundaries) and checks each against a reference model; panics with
+    /// a shrunk reproduction on a mismatch.
+    pub fn store(data: &[u8]) {
+        crate::wheel::store_model::check_bytes(data);
+    }
 }

@@ -93,6 +93,8 @@ pub(crate) mod keyed_model;
 pub(crate) mod model;
 pub(crate) mod raw;
 pub(crate) mod store;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod store_model;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -231,12 +231,6 @@ impl<T> Store<T> {
         }
     }
 
-    /// Whether a value is stored at `key`.
-    #[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
-    pub(crate) fn contains(&self, key: u32) -> bool {
-        self.get(key).is_some()
-    }
-
     /// Takes out the value at `key`, if there is one.
     #[inline]
     pub(crate) fn try_remove(&mut self, key: u32) -> Option<T> {
@@ -525,5 +519,95 @@ impl<T> Sparse<T> {
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn allocated_slots(&self) -> usize {
         self.pages.iter().flatten().map(|p| p.slots.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_tile_the_keys_and_locate_is_exact_at_every_boundary() {
+        // Every page starts where the one before ends.
+        for page in 1..SMALL_PAGES + 4 {
+            assert_eq!(page_start(page), page_start(page - 1) + page_len(page - 1));
+        }
+        assert_eq!(
+            (0..SMALL_PAGES).map(page_len).collect::<Vec<_>>(),
+            vec![64, 64, 128, 256, 512]
+        );
+        assert_eq!(page_start(SMALL_PAGES), PAGE);
+        let boundaries = (0..MAX_PAGES)
+            .step_by(997)
+            .chain(0..SMALL_PAGES + 3)
+            .chain([MAX_PAGES - 1])
+            .map(page_start);
+        for start in boundaries {
+            for key in [start.wrapping_sub(1), start, start + 1] {
+                let Ok(key) = u32::try_from(key) else {
+                    continue;
+                };
+                let (page, i) = locate(key);
+                assert!(i < page_len(page), "key {key}");
+                assert_eq!(page_start(page) + i, key as usize, "key {key}");
+            }
+        }
+        assert_eq!(locate(u32::MAX), (MAX_PAGES - 1, PAGE - 1));
+        assert_eq!(locate(PAGE as u32 - 1), (SMALL_PAGES - 1, 511));
+        assert_eq!(locate(PAGE as u32), (SMALL_PAGES, 0));
+    }
+
+    #[test]
+    fn values_never_move_as_the_store_grows() {
+        let mut store = Store::new();
+        let first = store.insert(0u64);
+        let at: *const u64 = store.get(first).unwrap();
+        for i in 1..100_000 {
+            store.insert(i);
+        }
+        assert!(std::ptr::eq(at, store.get(first).unwrap()));
+        // Pages follow the count: 100,000 values in 98 pages of 1,024
+        // (the first five smaller), not a power of two.
+        assert_eq!(store.capacity(), 100_352);
+        assert_eq!(store.pages(), SMALL_PAGES + 97);
+    }
+
+    #[test]
+    fn exact_capacities_like_a_vec() {
+        let mut store: Store<u8> = Store::new();
+        store.reserve(10);
+        assert_eq!(store.capacity(), 10);
+        for i in 0..10 {
+            store.insert(i);
+        }
+        assert_eq!(store.capacity(), 10);
+        store.insert(10);
+        assert_eq!(store.capacity(), 64, "the short page grew to its size");
+        store.reserve(2_000);
+        assert_eq!(store.capacity(), 2_011);
+        for key in 0..2_011 {
+            store.try_remove(key);
+        }
+        assert_eq!(store.shrink(), 2_011);
+        assert_eq!(store.capacity(), 0);
+    }
+
+    #[test]
+    fn sparse_pages_come_and_go_with_their_values() {
+        let mut table = Sparse::new();
+        assert_eq!(table.insert(5_000, 'a'), None);
+        assert_eq!(table.insert(5_001, 'b'), None);
+        assert_eq!(table.allocated_slots(), PAGE);
+        assert_eq!(table.insert(5_000, 'c'), Some('a'));
+        assert_eq!(table.len(), 2);
+        assert_eq!(table.get(5_000), Some(&'c'));
+        assert_eq!(table.get(4_999), None);
+        assert_eq!(table.get(u32::MAX), None);
+        assert_eq!(table.remove(5_000), Some('c'));
+        assert_eq!(table.shrink(), 0, "a page with a value stays");
+        assert_eq!(table.remove(5_001), Some('b'));
+        assert!(table.shrink() >= PAGE * std::mem::size_of::<Option<char>>());
+        assert_eq!(table.allocated_slots(), 0);
+        assert_eq!(table.values().count(), 0);
     }
 }
