@@ -144,6 +144,20 @@ impl Deadlines {
         &page[i]
     }
 
+    /// Allocates the words of the keys below `keys` up front (see
+    /// [`Builder::capacity`](crate::Builder::capacity)).
+    pub(crate) fn reserve(&self, keys: usize) {
+        let mut key = 0;
+        while key < keys {
+            let Ok(k) = u32::try_from(key) else {
+                return;
+            };
+            self.slot_or_grow(k);
+            let (page, _) = store::locate(k);
+            key += page_len(page);
+        }
+    }
+
     /// The word of `key`, whose chunk an insert allocated.
     #[inline]
     pub(crate) fn slot(&self, key: Key) -> &AtomicU64 {
