@@ -12,7 +12,7 @@ use crate::wheel::raw::{Due, Key};
 use crate::wheel::store::{self, page_len, Sparse, PAGE, SMALL_PAGES};
 
 /// The deadline word of an owned wheel entry (a registered
-/// [`Timeout`](crate::Timeout)), one `AtomicU64` per slab slot in a
+/// [`Timeout`](crate::Timeout)), one `AtomicU64` per store slot in a
 /// [`Deadlines`] table at an address that never moves.
 ///
 /// | bits  | meaning                                                    |

@@ -81,7 +81,7 @@ const RING: usize = 1024;
 ///   not panic.
 /// * Inserts, resets and removals never touch tokio's timer (tokio-util
 ///   resets its `Sleep` on most of them): they need no runtime, and cost a
-///   slab slot and a list link. The task is woken when an item is inserted
+///   store slot and a list link. The task is woken when an item is inserted
 ///   or reset before the time the timer is armed for, or when the last
 ///   item is removed.
 ///

@@ -8,7 +8,7 @@
     doc = "A hashed wheel timer: this build (without the default feature `tokio`)
 is the wheel alone, [`wheel::Wheel`], with no clock, no runtime and no lock,
 for your own event loop (mio or io_uring loops, game and simulation loops,
-embedded schedulers), on `slab` alone. See [`wheel`] for how to drive it.
+embedded schedulers), with no dependency. See [`wheel`] for how to drive it.
 
 The default feature `tokio` adds the timer that runs on tokio: a shared
 timer handle, a keyed delay queue and a drop-in for `tokio::time`."

@@ -74,6 +74,9 @@ pub(crate) struct Common {
     pub(crate) late_ticks: AtomicU64,
     /// Times the alarm was armed (see [`Stats::alarm_arms`]).
     pub(crate) alarm_arms: AtomicU64,
+    /// The longest turn of the driver, in nanoseconds (see
+    /// [`Stats::longest_turn`]). Written by the driver only.
+    pub(crate) longest_turn_ns: AtomicU64,
     /// Pending tasks, and a reference to the `Shared` while there are any
     /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
@@ -217,6 +220,7 @@ impl Shared {
             wakeups: AtomicU64::new(0),
             late_ticks: AtomicU64::new(0),
             alarm_arms: AtomicU64::new(0),
+            longest_turn_ns: AtomicU64::new(0),
             keep_alive: Mutex::new((0, None)),
         });
         let shards = (0..shards)
@@ -314,6 +318,7 @@ impl Shared {
             driver_wakeups: self.common.wakeups.load(Ordering::Relaxed),
             late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
             alarm_arms: self.common.alarm_arms.load(Ordering::Relaxed),
+            longest_turn: Duration::from_nanos(self.common.longest_turn_ns.load(Ordering::Relaxed)),
         };
         for shard in self.shards.iter() {
             let state = shard.lock();

@@ -18,12 +18,12 @@ use crate::wheel::raw::{Key, State, NEVER};
 // it the timer) and a state word. Holding the shard rather than the whole
 // timer keeps threads on different shards off each other's reference count.
 //
-// | bits  | meaning                                                  |
-// |-------|----------------------------------------------------------|
-// | 62-63 | kind: one of the four below                              |
-// | 0-61  | deadline (µs since the timer's start), or while          |
-// |       | `REGISTERED` the slab key (bits 0-31) and the generation |
-// |       | of its deadline word (bits 32-46, see `deadlines::LINKED`)|
+// | bits  | meaning                                                    |
+// |-------|------------------------------------------------------------|
+// | 62-63 | kind: one of the four below                                |
+// | 0-61  | deadline (µs since the timer's start), or while            |
+// |       | `REGISTERED` the store key (bits 0-31) and the generation  |
+// |       | of its deadline word (bits 32-46, see `deadlines::LINKED`) |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|

@@ -57,7 +57,7 @@ use std::num::NonZeroU64;
 use super::bitset::BitSet;
 use super::store::Store;
 
-/// A slab key.
+/// A store key.
 pub(crate) type Key = u32;
 
 /// Times at or beyond this are never reached (2^62 units: over 146,000 years
@@ -74,7 +74,7 @@ const CANCELLED: u32 = u32::MAX - 2;
 pub(crate) const MAX_ENTRIES: usize = (u32::MAX - 3) as usize;
 
 /// Marks an entry that no handle owns (a scheduled task): it is removed from
-/// the slab when it fires or is drained.
+/// the store when it fires or is drained.
 const DETACHED: u64 = 1 << 63;
 
 /// The state of an entry, as seen by the handle that owns it.
@@ -124,7 +124,7 @@ pub(crate) struct Expired<T> {
 #[derive(Debug)]
 struct Entry<T> {
     /// The deadline tick, with [`DETACHED`] or'ed in. Never zero: linked
-    /// entries are due after tick 0, which gives `slab` a niche for its tag.
+    /// entries are due after tick 0, which gives the store a niche for its tag.
     tick: NonZeroU64,
     next: u32,
     prev: u32,
@@ -371,12 +371,12 @@ impl<T> Wheel<T> {
         &mut self.entry_mut(key).value
     }
 
-    /// The value at `key`, if the slab holds one there.
+    /// The value at `key`, if the store holds one there.
     pub(crate) fn get(&self, key: Key) -> Option<&T> {
         self.entries.get(key).map(|entry| &entry.value)
     }
 
-    /// The value at `key`, if the slab holds one there.
+    /// The value at `key`, if the store holds one there.
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
         self.entries.get_mut(key).map(|entry| &mut entry.value)
     }
@@ -391,7 +391,7 @@ impl<T> Wheel<T> {
     }
 
     /// Removes the linked entry at `key` if `is_it` accepts its value, with
-    /// one slab lookup; returns its tick and value.
+    /// one store lookup; returns its tick and value.
     pub(crate) fn remove_if(
         &mut self,
         key: Key,
@@ -402,7 +402,7 @@ impl<T> Wheel<T> {
             return None;
         }
         debug_assert_eq!(entry.state(), State::Pending);
-        // Out of the slab first: the unlink needs only its links.
+        // Out of the store first: the unlink needs only its links.
         let entry = self.entries.remove(key);
         let tick = entry.tick();
         self.unlink_links(key, entry.prev, entry.next, tick);
@@ -612,7 +612,7 @@ impl<T> Wheel<T> {
                 return Some(slot);
             }
             // The earliest time in the bucket, if it is short; a long one
-            // (a busy bucket, whose entries are scattered over the slab:
+            // (a busy bucket, whose entries are scattered over the store:
             // a cache miss each) reports its start instead, or the next
             // unit if its start has passed: never later than its earliest
             // entry, never at or before `elapsed`.
@@ -771,7 +771,7 @@ impl<T> Wheel<T> {
         }
     }
 
-    /// Removes and drops every entry, keeping the slab's capacity and
+    /// Removes and drops every entry, keeping the store's capacity and
     /// [`elapsed`](Self::elapsed).
     pub(crate) fn clear(&mut self) {
         // The lists first: a value's `drop` may panic.
@@ -871,7 +871,7 @@ impl<T> Wheel<T> {
     }
 
     /// [`unlink`](Self::unlink) for an entry with these links and tick
-    /// (which may already be out of the slab).
+    /// (which may already be out of the store).
     #[inline]
     fn unlink_links(&mut self, key: Key, prev: u32, next: u32, tick: u64) {
         self.linked -= 1;
