@@ -56,8 +56,11 @@ pub(crate) fn linked_word(gen: u64, tick: u64) -> u64 {
 /// `j` holds the `2^j` pages of keys `PAGE << j` up to `PAGE << (j + 1)`.
 const SUPERS: usize = 32 - PAGE.trailing_zeros() as usize;
 
-/// One page of deadline words.
+/// One small page of deadline words.
 type Words = OnceLock<Box<[AtomicU64]>>;
+/// One page of [`PAGE`] deadline words: a thin pointer, so that a
+/// directory slot is 16 bytes (2 bytes per 128 keys).
+type BigWords = OnceLock<Box<[AtomicU64; PAGE]>>;
 
 /// The deadline words of a shard's owned entries, by key (see [`LINKED`]),
 /// laid out in the pages of the wheel's store ([`store::locate`]): pages
@@ -69,17 +72,17 @@ type Words = OnceLock<Box<[AtomicU64]>>;
 /// From there on the pages of [`PAGE`] words are reached through
 /// *super-pages*, as `sharded-slab` lays out its pages: super-page `j`
 /// holds the `2^j` pages of keys `PAGE·2^j` up to twice that, and its
-/// directory (24 bytes per page) is allocated by the insert that first
+/// directory (16 bytes per page) is allocated by the insert that first
 /// reaches it. Memory follows the key count within one page, and no insert
 /// copies anything: the largest single allocation up to 4,194,304 keys is a
-/// directory of 4,096 pages (96 KiB), about 0.02 bytes per key already held.
+/// directory of 2,048 pages (32 KiB), about 0.016 bytes per key already held.
 ///
 /// The words are not given back by [`Timer::shrink`](crate::Timer::shrink):
 /// a handle may be reading its word without the lock, so a page cannot go
 /// without a lock on that path (8 bytes per key, up to the highest key used).
 pub(crate) struct Deadlines {
     small: [Words; SMALL_PAGES],
-    supers: [OnceLock<Box<[Words]>>; SUPERS],
+    supers: [OnceLock<Box<[BigWords]>>; SUPERS],
 }
 
 /// Where a page of a [`Deadlines`] table is.
@@ -124,7 +127,7 @@ impl Deadlines {
     fn page(&self, at: Where) -> Option<&[AtomicU64]> {
         match at {
             Where::Small(page) => self.small[page].get().map(|w| &**w),
-            Where::Super(j, page) => self.supers[j].get()?[page].get().map(|w| &**w),
+            Where::Super(j, page) => self.supers[j].get()?[page].get().map(|w| &w[..]),
         }
     }
 
@@ -135,13 +138,18 @@ impl Deadlines {
     /// The word of `key`, allocating its chunk if need be (under the lock).
     pub(crate) fn slot_or_grow(&self, key: Key) -> &AtomicU64 {
         let (at, i) = Self::locate(key);
-        let page = match at {
-            Where::Small(page) => self.small[page].get_or_init(|| Self::words(page_len(page))),
-            Where::Super(j, page) => self.supers[j]
-                .get_or_init(|| (0..1usize << j).map(|_| OnceLock::new()).collect())[page]
-                .get_or_init(|| Self::words(PAGE)),
-        };
-        &page[i]
+        match at {
+            Where::Small(page) => &self.small[page].get_or_init(|| Self::words(page_len(page)))[i],
+            Where::Super(j, page) => {
+                let dir = self.supers[j]
+                    .get_or_init(|| (0..1usize << j).map(|_| OnceLock::new()).collect());
+                let words = dir[page].get_or_init(|| match Self::words(PAGE).try_into() {
+                    Ok(words) => words,
+                    Err(_) => unreachable!("a page has PAGE words"),
+                });
+                &words[i]
+            }
+        }
     }
 
     /// Allocates the words of the keys below `keys` up front (see

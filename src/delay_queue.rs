@@ -794,7 +794,8 @@ impl<T> DelayQueue<T> {
     }
 
     /// Moves items into free slots and gives back the rest, so that the
-    /// capacity is the length. Keys stay valid. O(len).
+    /// capacity is the length (in whole pages of 1,024 items past the
+    /// first 1,024). Keys stay valid. O(len).
     ///
     /// # Examples
     ///

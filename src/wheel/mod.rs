@@ -657,7 +657,8 @@ impl<T> Wheel<T> {
     }
 
     /// Moves entries into free slots and gives back the rest of the store, so
-    /// that the capacity is the length. Keys stay valid: the wheel remembers
+    /// that the capacity is the length (in whole pages of 1,024 entries
+    /// past the first 1,024). Keys stay valid: the wheel remembers
     /// where each moved entry went (in a map that empties as those entries
     /// leave). O(len).
     ///

@@ -19,15 +19,16 @@
 //! and a mask ([`locate`]); no hashing. A page is allocated at its full size
 //! when its first key is handed out and is never copied as the store grows:
 //! an insert costs at most one allocation of a page (32 KiB of the timer's
-//! 32-byte entries), whatever the size of the store. The page directory is a
-//! `Vec` of pages, which moves only page headers (24 bytes per 1,024 keys)
-//! when it grows.
+//! 32-byte entries), whatever the size of the store. The directory of the
+//! pages of [`PAGE`] keys is a `Vec` of pointers (8 bytes per 1,024 keys),
+//! which is all that moves when it grows: 32 KiB at 4,000,000 keys.
 //!
-//! The only copies are of one page at most: where a caller asked for an
-//! exact capacity ([`Store::reserve`], or the last page after
-//! [`Store::shrink`] or [`Store::compact`]), the last page may be allocated
-//! short, and grows to its full size (one reallocation of at most a page)
-//! when keys reach past it.
+//! Capacities are exact up to [`PAGE`] values, as a `Vec`'s: the small
+//! pages may be allocated short by [`Store::reserve`], or cut short by
+//! [`Store::shrink`] and [`Store::compact`], and such a page grows to its
+//! size (one reallocation of at most 512 values) when keys reach past it.
+//! Past [`PAGE`] values the capacity comes in whole pages
+//! ([`capacity_for`]).
 //!
 //! Vacant slots hold the next vacant key: one free list, threaded through
 //! the store, that hands out the most recently freed key first (as `slab`
@@ -100,16 +101,20 @@ pub(crate) const fn slot_size<T>() -> usize {
 ///
 /// Keys are handed out by [`insert`](Self::insert): a freed one first, else
 /// the next never used. Every key below [`used`](Self::used) has a slot.
+///
+/// The small pages are `Vec`s, allocated to the capacity asked for (so that
+/// a small store's capacity is exact); the pages of [`PAGE`] slots are
+/// boxed arrays, allocated whole and reached through a directory of one
+/// pointer each.
 #[derive(Debug)]
 pub(crate) struct Store<T> {
-    pages: Vec<Vec<Slot<T>>>,
+    small: [Vec<Slot<T>>; SMALL_PAGES],
+    big: Vec<Box<[Slot<T>; PAGE]>>,
     /// Keys with a slot, vacant or not: the next fresh key.
     used: usize,
     /// Head of the free list.
     free: u32,
     len: usize,
-    /// The sum of the pages' capacities.
-    capacity: usize,
 }
 
 impl<T> Default for Store<T> {
@@ -118,15 +123,26 @@ impl<T> Default for Store<T> {
     }
 }
 
+/// The capacity a store has once it makes room for `n` values: `n` up to
+/// [`PAGE`], then `n` rounded up to whole pages.
+#[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
+pub(crate) fn capacity_for(n: usize) -> usize {
+    if n <= PAGE {
+        n
+    } else {
+        n.div_ceil(PAGE) * PAGE
+    }
+}
+
 impl<T> Store<T> {
     /// An empty store; allocates nothing.
     pub(crate) const fn new() -> Store<T> {
         Store {
-            pages: Vec::new(),
+            small: [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()],
+            big: Vec::new(),
             used: 0,
             free: NONE,
             len: 0,
-            capacity: 0,
         }
     }
 
@@ -136,9 +152,10 @@ impl<T> Store<T> {
         self.len
     }
 
-    /// Values the store holds without allocating.
+    /// Values the store holds without allocating: exact up to [`PAGE`],
+    /// whole pages beyond (see [`capacity_for`]).
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.small.iter().map(Vec::capacity).sum::<usize>() + self.big.len() * PAGE
     }
 
     /// Keys with a slot: one past the highest key handed out since the
@@ -148,10 +165,14 @@ impl<T> Store<T> {
         self.used
     }
 
-    /// The pages allocated (each of [`page_len`] keys, the last maybe short).
+    /// The pages allocated (each of [`page_len`] keys, a small one maybe
+    /// short).
     #[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
     pub(crate) fn pages(&self) -> usize {
-        self.pages.len()
+        match self.big.len() {
+            0 => self.small.iter().filter(|p| p.capacity() > 0).count(),
+            big => SMALL_PAGES + big,
+        }
     }
 
     /// The key the next [`insert`](Self::insert) hands out.
@@ -164,6 +185,34 @@ impl<T> Store<T> {
         }
     }
 
+    /// The slot of `key`, if the store has one.
+    #[inline]
+    fn slot(&self, key: u32) -> Option<&Slot<T>> {
+        let k = key as usize;
+        if k >= PAGE {
+            return self
+                .big
+                .get((k >> PAGE_SHIFT) - 1)
+                .map(|page| &page[k & (PAGE - 1)]);
+        }
+        let (page, i) = locate(key);
+        self.small[page].get(i)
+    }
+
+    /// The slot of `key`, if the store has one.
+    #[inline]
+    fn slot_mut(&mut self, key: u32) -> Option<&mut Slot<T>> {
+        let k = key as usize;
+        if k >= PAGE {
+            return self
+                .big
+                .get_mut((k >> PAGE_SHIFT) - 1)
+                .map(|page| &mut page[k & (PAGE - 1)]);
+        }
+        let (page, i) = locate(key);
+        self.small[page].get_mut(i)
+    }
+
     /// Stores `value`; returns its key.
     ///
     /// # Panics
@@ -174,8 +223,7 @@ impl<T> Store<T> {
     pub(crate) fn insert(&mut self, value: T) -> u32 {
         let key = self.free;
         if key != NONE {
-            let (page, i) = locate(key);
-            let slot = &mut self.pages[page][i];
+            let slot = self.slot_mut(key).expect("a free key has a slot");
             let Slot::Vacant(next) = mem::replace(slot, Slot::Occupied(value)) else {
                 unreachable!("hashwheel: the free list met an occupied slot");
             };
@@ -193,19 +241,21 @@ impl<T> Store<T> {
             .filter(|&k| k != NONE)
             .expect("hashwheel: the store ran out of keys");
         let (page, i) = locate(key);
-        if page == self.pages.len() {
-            self.pages.push(Vec::new());
+        if page < SMALL_PAGES {
+            let slots = &mut self.small[page];
+            debug_assert_eq!(slots.len(), i, "fresh keys come in order");
+            if slots.len() == slots.capacity() {
+                // A new page, allocated once at its size, or a short one
+                // (an exact reservation) grown to its size.
+                slots.reserve_exact(page_len(page) - slots.len());
+            }
+            slots.push(Slot::Occupied(value));
+        } else {
+            if i == 0 && self.big.len() == page - SMALL_PAGES {
+                self.big.push(new_page());
+            }
+            self.big[page - SMALL_PAGES][i] = Slot::Occupied(value);
         }
-        let slots = &mut self.pages[page];
-        debug_assert_eq!(slots.len(), i, "fresh keys come in order");
-        if slots.len() == slots.capacity() {
-            // A new page (allocated once, at its full size), or the short
-            // last page of an exact reservation.
-            let before = slots.capacity();
-            slots.reserve_exact(page_len(page) - slots.len());
-            self.capacity += slots.capacity() - before;
-        }
-        slots.push(Slot::Occupied(value));
         self.used += 1;
         self.len += 1;
         key
@@ -214,8 +264,7 @@ impl<T> Store<T> {
     /// The value at `key`, if there is one.
     #[inline]
     pub(crate) fn get(&self, key: u32) -> Option<&T> {
-        let (page, i) = locate(key);
-        match self.pages.get(page)?.get(i)? {
+        match self.slot(key)? {
             Slot::Occupied(value) => Some(value),
             Slot::Vacant(_) => None,
         }
@@ -224,8 +273,7 @@ impl<T> Store<T> {
     /// The value at `key`, if there is one.
     #[inline]
     pub(crate) fn get_mut(&mut self, key: u32) -> Option<&mut T> {
-        let (page, i) = locate(key);
-        match self.pages.get_mut(page)?.get_mut(i)? {
+        match self.slot_mut(key)? {
             Slot::Occupied(value) => Some(value),
             Slot::Vacant(_) => None,
         }
@@ -234,12 +282,12 @@ impl<T> Store<T> {
     /// Takes out the value at `key`, if there is one.
     #[inline]
     pub(crate) fn try_remove(&mut self, key: u32) -> Option<T> {
-        let (page, i) = locate(key);
-        let slot = self.pages.get_mut(page)?.get_mut(i)?;
+        let free = self.free;
+        let slot = self.slot_mut(key)?;
         if let Slot::Vacant(_) = slot {
             return None;
         }
-        let Slot::Occupied(value) = mem::replace(slot, Slot::Vacant(self.free)) else {
+        let Slot::Occupied(value) = mem::replace(slot, Slot::Vacant(free)) else {
             unreachable!()
         };
         self.free = key;
@@ -259,32 +307,33 @@ impl<T> Store<T> {
             .unwrap_or_else(|| panic!("hashwheel: no entry at key {key}"))
     }
 
-    /// Makes room for `additional` more values: exactly, so that the
-    /// capacity becomes `len + additional` where it was less.
+    /// Makes room for `additional` more values: the capacity becomes
+    /// [`capacity_for`]`(len + additional)` where it was less.
     pub(crate) fn reserve(&mut self, additional: usize) {
-        let mut short = (self.len + additional).saturating_sub(self.capacity);
-        while short > 0 {
-            // The last page, if it is short, then new ones.
-            let page = match self.pages.last() {
-                Some(last) if last.capacity() < page_len(self.pages.len() - 1) => {
-                    self.pages.len() - 1
+        let want = self.len.saturating_add(additional);
+        let mut short = want.saturating_sub(self.capacity());
+        if short == 0 {
+            return;
+        }
+        for (page, slots) in self.small.iter_mut().enumerate() {
+            let room = page_len(page) - slots.capacity();
+            if room > 0 {
+                let more = room.min(short);
+                slots.reserve_exact(slots.capacity() + more - slots.len());
+                short -= more;
+                if short == 0 {
+                    return;
                 }
-                _ => {
-                    assert!(
-                        self.pages.len() < MAX_PAGES,
-                        "hashwheel: the store ran out of keys"
-                    );
-                    self.pages.push(Vec::new());
-                    self.pages.len() - 1
-                }
-            };
-            let slots = &mut self.pages[page];
-            let before = slots.capacity();
-            let room = page_len(page) - before;
-            slots.reserve_exact(room.min(short) + before - slots.len());
-            let got = slots.capacity() - before;
-            self.capacity += got;
-            short = short.saturating_sub(got.max(1));
+            }
+        }
+        let pages = short.div_ceil(PAGE);
+        assert!(
+            self.big.len() + pages < MAX_PAGES - SMALL_PAGES,
+            "hashwheel: the store ran out of keys"
+        );
+        self.big.reserve_exact(pages);
+        for _ in 0..pages {
+            self.big.push(new_page());
         }
     }
 
@@ -292,28 +341,24 @@ impl<T> Store<T> {
     /// them every page they emptied; all of it when the store is empty.
     /// Values do not move. O(keys used). Returns the slots given back.
     pub(crate) fn shrink(&mut self) -> usize {
-        let before = self.capacity;
+        let before = self.capacity();
         if self.len == 0 {
             *self = Store::new();
             return before;
         }
         let mut used = self.used;
-        while used > 0 {
-            let (page, i) = locate((used - 1) as u32);
-            if let Slot::Occupied(_) = self.pages[page][i] {
-                break;
-            }
+        while used > 0 && !self.is_occupied(used - 1) {
             used -= 1;
         }
         self.truncate(used);
         self.relink_free();
-        before - self.capacity
+        before - self.capacity()
     }
 
     /// Moves values from the top of the store into its vacant slots, so
     /// that the keys used are `0..len`, and gives back the rest; the
-    /// capacity becomes the length. Calls `moved(value, from, to)` for
-    /// each value moved. O(keys used).
+    /// capacity becomes [`capacity_for`]`(len)`. Calls `moved(value, from,
+    /// to)` for each value moved. O(keys used).
     pub(crate) fn compact(&mut self, mut moved: impl FnMut(&mut T, u32, u32)) {
         if self.len == 0 {
             *self = Store::new();
@@ -331,13 +376,11 @@ impl<T> Store<T> {
             if low + 1 >= top {
                 break;
             }
-            let from = (top - 1) as u32;
-            let (page, i) = locate(from);
-            let value = mem::replace(&mut self.pages[page][i], Slot::Vacant(NONE));
-            let to = low as u32;
-            let (page, i) = locate(to);
-            self.pages[page][i] = value;
-            if let Slot::Occupied(value) = &mut self.pages[page][i] {
+            let (from, to) = ((top - 1) as u32, low as u32);
+            let value = mem::replace(self.slot_mut(from).expect("used"), Slot::Vacant(NONE));
+            let slot = self.slot_mut(to).expect("used");
+            *slot = value;
+            if let Slot::Occupied(value) = slot {
                 moved(value, from, to);
             }
             top -= 1;
@@ -349,47 +392,62 @@ impl<T> Store<T> {
     }
 
     fn is_occupied(&self, key: usize) -> bool {
-        let (page, i) = locate(key as u32);
-        matches!(self.pages[page][i], Slot::Occupied(_))
+        matches!(self.slot(key as u32), Some(Slot::Occupied(_)))
     }
 
     /// Keeps the slots of the keys below `used` and gives back the rest:
-    /// pages past it, and the tail of its last page. The free list must be
-    /// rebuilt after.
+    /// the pages past it, and the tail of its page if that is a small one.
+    /// Vacant slots past `used` in a kept page of [`PAGE`] are reset to
+    /// the end of the free list, which must be rebuilt after.
     fn truncate(&mut self, used: usize) {
         self.used = used;
-        let keep = if used == 0 {
+        let pages = if used == 0 {
             0
         } else {
             locate((used - 1) as u32).0 + 1
         };
-        self.pages.truncate(keep);
-        self.pages.shrink_to_fit();
-        if let Some(last) = self.pages.last_mut() {
-            let start = page_start(keep - 1);
-            last.truncate(used - start);
-            last.shrink_to_fit();
+        self.big.truncate(pages.saturating_sub(SMALL_PAGES));
+        self.big.shrink_to_fit();
+        for (page, slots) in self.small.iter_mut().enumerate() {
+            if page >= pages {
+                *slots = Vec::new();
+            } else if page + 1 == pages {
+                slots.truncate(used - page_start(page));
+                slots.shrink_to_fit();
+            }
         }
-        self.capacity = self.pages.iter().map(Vec::capacity).sum();
+        if let Some(last) = self.big.last_mut() {
+            let from = (used - page_start(pages - 1)) % PAGE;
+            if from > 0 {
+                for slot in &mut last[from..] {
+                    *slot = Slot::Vacant(NONE);
+                }
+            }
+        }
     }
 
     /// Rebuilds the free list from the vacant slots below `used`, lowest
     /// key first.
     fn relink_free(&mut self) {
-        self.free = NONE;
+        let mut free = NONE;
         for key in (0..self.used as u32).rev() {
-            let (page, i) = locate(key);
-            if let Slot::Vacant(next) = &mut self.pages[page][i] {
-                *next = self.free;
-                self.free = key;
+            if let Some(Slot::Vacant(next)) = self.slot_mut(key) {
+                *next = free;
+                free = key;
             }
         }
+        self.free = free;
     }
 
     /// Drops every value, keeping the capacity.
     pub(crate) fn clear(&mut self) {
-        for page in &mut self.pages {
+        for page in &mut self.small {
             page.clear();
+        }
+        for page in &mut self.big {
+            for slot in page.iter_mut() {
+                *slot = Slot::Vacant(NONE);
+            }
         }
         self.used = 0;
         self.free = NONE;
@@ -398,7 +456,9 @@ impl<T> Store<T> {
 
     /// Every stored value, with its key, in key order.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut T)> + '_ {
-        self.pages.iter_mut().enumerate().flat_map(|(page, slots)| {
+        let small = self.small.iter_mut().map(|p| p.as_mut_slice());
+        let big = self.big.iter_mut().map(|p| p.as_mut_slice());
+        small.chain(big).enumerate().flat_map(|(page, slots)| {
             let start = page_start(page);
             slots
                 .iter_mut()
@@ -408,6 +468,15 @@ impl<T> Store<T> {
                     Slot::Vacant(_) => None,
                 })
         })
+    }
+}
+
+/// A page of [`PAGE`] vacant slots, allocated at once.
+fn new_page<T>() -> Box<[Slot<T>; PAGE]> {
+    let slots: Box<[Slot<T>]> = (0..PAGE).map(|_| Slot::Vacant(NONE)).collect();
+    match slots.try_into() {
+        Ok(page) => page,
+        Err(_) => unreachable!("a page has PAGE slots"),
     }
 }
 
@@ -570,6 +639,7 @@ mod tests {
         // (the first five smaller), not a power of two.
         assert_eq!(store.capacity(), 100_352);
         assert_eq!(store.pages(), SMALL_PAGES + 97);
+        assert_eq!(slot_size::<u64>(), 16);
     }
 
     #[test]
@@ -583,12 +653,14 @@ mod tests {
         assert_eq!(store.capacity(), 10);
         store.insert(10);
         assert_eq!(store.capacity(), 64, "the short page grew to its size");
+        store.reserve(500);
+        assert_eq!(store.capacity(), 511, "exact up to a page");
         store.reserve(2_000);
-        assert_eq!(store.capacity(), 2_011);
-        for key in 0..2_011 {
+        assert_eq!(store.capacity(), 2_048, "whole pages past it");
+        for key in 0..11 {
             store.try_remove(key);
         }
-        assert_eq!(store.shrink(), 2_011);
+        assert_eq!(store.shrink(), 2_048);
         assert_eq!(store.capacity(), 0);
     }
 
