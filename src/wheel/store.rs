@@ -396,9 +396,9 @@ impl<T> Store<T> {
     }
 
     /// Keeps the slots of the keys below `used` and gives back the rest:
-    /// the pages past it, and the tail of its page if that is a small one.
-    /// Vacant slots past `used` in a kept page of [`PAGE`] are reset to
-    /// the end of the free list, which must be rebuilt after.
+    /// the pages past it, and the tail of its page if that is a small one
+    /// (vacant slots past `used` in a page of [`PAGE`] stay, unlinked: a
+    /// fresh insert overwrites them). The free list must be rebuilt after.
     fn truncate(&mut self, used: usize) {
         self.used = used;
         let pages = if used == 0 {
@@ -414,14 +414,6 @@ impl<T> Store<T> {
             } else if page + 1 == pages {
                 slots.truncate(used - page_start(page));
                 slots.shrink_to_fit();
-            }
-        }
-        if let Some(last) = self.big.last_mut() {
-            let from = (used - page_start(pages - 1)) % PAGE;
-            if from > 0 {
-                for slot in &mut last[from..] {
-                    *slot = Slot::Vacant(NONE);
-                }
             }
         }
     }
