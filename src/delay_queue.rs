@@ -770,8 +770,9 @@ impl<T> DelayQueue<T> {
         self.wheel.reserve(additional);
     }
 
-    /// Gives back the memory of free slots at the end of the queue's storage
-    /// (all of it when the queue is empty). Items do not move; see
+    /// Gives back the memory of free slots at the end of the queue's storage,
+    /// in whole pages of 1,024 past the first 1,024 slots (all of it when
+    /// the queue is empty). Items do not move; see
     /// [`compact`](Self::compact).
     ///
     /// # Examples

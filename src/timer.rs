@@ -594,10 +594,10 @@ impl Timer {
     /// after that; call this when a burst is over. Returns the bytes freed.
     ///
     /// Storage comes in pages of up to 1,024 entries, keyed by slot. This
-    /// gives back, in each shard, the slots above the highest one still in
-    /// use (all of them when nothing is pending), with every page they
-    /// emptied, and the pages of the interval and scheduled-task tables
-    /// that hold none. It keeps the slots below a live entry (a timeout
+    /// gives back, in each shard, the storage above the highest slot still
+    /// in use, in whole pages past the first 1,024 slots (all of it when
+    /// nothing is pending), and the pages of the interval and
+    /// scheduled-task tables that hold none. It keeps the slots below a live entry (a timeout
     /// keeps its slot while it lives: nothing moves) and the deadline words
     /// (8 bytes per slot, up to the highest slot ever used), which handles
     /// read without the lock. O(slots) under each shard's lock in turn.

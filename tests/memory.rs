@@ -127,8 +127,9 @@ async fn shrink_keeps_live_timeouts() {
     for t in &mut held {
         assert!(Pin::new(t).poll(&mut cx).is_pending());
     }
-    // Drop all but the last few hundred (the tail of the storage stays).
-    let kept = held.split_off(9_700);
+    // Drop all but a few hundred in the middle: the storage above them
+    // goes, theirs stays.
+    let kept: Vec<_> = held.drain(4_000..4_300).collect();
     drop(held);
     assert!(timer.shrink() > 0);
     assert_eq!(timer.pending(), 300);
@@ -209,8 +210,9 @@ async fn a_reserved_capacity_is_allocated_by_build() {
     // Split across shards: each reserves its part.
     let split = Timer::builder().shards(4).capacity(n).build().unwrap();
     let freed = split.shrink();
+    // Each shard reserves its quarter, to within a page of 1,024 entries.
     assert!(
-        (n * 32..n * 32 + 4 * 64 * 32).contains(&freed),
+        (n * 32..(n + 4 * 1024) * 32).contains(&freed),
         "{freed} bytes reserved for {n} timeouts over 4 shards"
     );
     let timer = Timer::builder().shards(1).capacity(n).build().unwrap();

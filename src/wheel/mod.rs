@@ -636,8 +636,9 @@ impl<T> Wheel<T> {
         self.raw.reserve(additional);
     }
 
-    /// Gives back the memory of free slots at the end of the store (all of
-    /// it when the wheel is empty). Entries do not move; see
+    /// Gives back the memory of free slots at the end of the store, in
+    /// whole pages of 1,024 past the first 1,024 slots (all of it when the
+    /// wheel is empty). Entries do not move; see
     /// [`compact`](Self::compact) for that.
     ///
     /// # Examples
