@@ -339,19 +339,25 @@ impl<T> Store<T> {
 
     /// Gives back the vacant slots above the highest stored key, and with
     /// them every page they emptied; all of it when the store is empty.
-    /// Values do not move. O(keys used). Returns the slots given back.
+    /// Values do not move. O(keys used) where there is a vacant tail to give
+    /// back (the free list is rebuilt), else O(1). Returns the
+    /// slots given back.
     pub(crate) fn shrink(&mut self) -> usize {
         let before = self.capacity();
         if self.len == 0 {
             *self = Store::new();
             return before;
         }
-        let mut used = self.used;
+        let was = self.used;
+        let mut used = was;
         while used > 0 && !self.is_occupied(used - 1) {
             used -= 1;
         }
         self.truncate(used);
-        self.relink_free();
+        if used < was {
+            // The keys given back may be on the free list.
+            self.relink_free();
+        }
         before - self.capacity()
     }
 
