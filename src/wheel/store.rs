@@ -106,7 +106,6 @@ pub(crate) const fn slot_size<T>() -> usize {
 /// a small store's capacity is exact); the pages of [`PAGE`] slots are
 /// boxed arrays, allocated whole and reached through a directory of one
 /// pointer each.
-#[derive(Debug)]
 pub(crate) struct Store<T> {
     small: [Vec<Slot<T>>; SMALL_PAGES],
     big: Vec<Box<[Slot<T>; PAGE]>>,
@@ -115,6 +114,17 @@ pub(crate) struct Store<T> {
     /// Head of the free list.
     free: u32,
     len: usize,
+}
+
+/// A summary, as `slab`'s: the values themselves may be millions.
+impl<T> std::fmt::Debug for Store<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("len", &self.len)
+            .field("used", &self.used)
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T> Default for Store<T> {
@@ -483,17 +493,24 @@ fn new_page<T>() -> Box<[Slot<T>; PAGE]> {
 /// gives back the pages that hold nothing. For tables that only some
 /// entries use (the timer's interval beats and scheduled tasks): an insert
 /// allocates at most one page, never copies one.
-#[derive(Debug)]
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) struct Sparse<T> {
     pages: Vec<Option<SparsePage<T>>>,
     len: usize,
 }
 
-#[derive(Debug)]
 struct SparsePage<T> {
     slots: Box<[Option<T>]>,
     live: usize,
+}
+
+impl<T> std::fmt::Debug for Sparse<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sparse")
+            .field("len", &self.len)
+            .field("pages", &self.pages.iter().flatten().count())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T> Default for Sparse<T> {
