@@ -81,7 +81,7 @@ const RING: usize = 1024;
 ///   not panic.
 /// * Inserts, resets and removals never touch tokio's timer (tokio-util
 ///   resets its `Sleep` on most of them): they need no runtime, and cost a
-///   slab slot and a list link. The task is woken when an item is inserted
+///   store slot and a list link. The task is woken when an item is inserted
 ///   or reset before the time the timer is armed for, or when the last
 ///   item is removed.
 ///
@@ -770,8 +770,9 @@ impl<T> DelayQueue<T> {
         self.wheel.reserve(additional);
     }
 
-    /// Gives back the memory of free slots at the end of the queue's storage
-    /// (all of it when the queue is empty). Items do not move; see
+    /// Gives back the memory of free slots at the end of the queue's storage,
+    /// in whole pages of 1,024 past the first 1,024 slots (all of it when
+    /// the queue is empty). Items do not move; see
     /// [`compact`](Self::compact).
     ///
     /// # Examples
@@ -794,7 +795,8 @@ impl<T> DelayQueue<T> {
     }
 
     /// Moves items into free slots and gives back the rest, so that the
-    /// capacity is the length. Keys stay valid. O(len).
+    /// capacity is the length (in whole pages of 1,024 items past the
+    /// first 1,024). Keys stay valid. O(len).
     ///
     /// # Examples
     ///

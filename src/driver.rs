@@ -216,6 +216,7 @@ impl Driver {
     fn turn_once(&self, common: &Common, batch: &mut Vec<Fired>) -> u64 {
         #[cfg(test)]
         crate::hooks::in_turn(common);
+        let started = std::time::Instant::now();
         let now = common.now_tick();
         let armed = {
             let mut alarm = lock(&common.alarm);
@@ -250,6 +251,8 @@ impl Driver {
             target
         };
         common.arm(alarm, true);
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        common.longest_turn_ns.fetch_max(took, Ordering::Relaxed);
         target
     }
 }
@@ -298,7 +301,7 @@ fn turn(
                     };
                     expired += 1;
                     if entry.detached {
-                        if let Some(task) = state.tasks.remove(&entry.key) {
+                        if let Some(task) = state.tasks.remove(entry.key) {
                             task.mark_expired();
                             tasks += 1;
                             batch.push(Fired::Task(task));

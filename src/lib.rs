@@ -8,7 +8,7 @@
     doc = "A hashed wheel timer: this build (without the default feature `tokio`)
 is the wheel alone, [`wheel::Wheel`], with no clock, no runtime and no lock,
 for your own event loop (mio or io_uring loops, game and simulation loops,
-embedded schedulers), on `slab` alone. See [`wheel`] for how to drive it.
+embedded schedulers), with no dependency. See [`wheel`] for how to drive it.
 
 The default feature `tokio` adds the timer that runs on tokio: a shared
 timer handle, a keyed delay queue and a drop-in for `tokio::time`."
@@ -22,6 +22,8 @@ timer handle, a keyed delay queue and a drop-in for `tokio::time`."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "tokio")]
+mod deadlines;
 #[cfg(feature = "tokio")]
 pub mod delay_queue;
 #[cfg(feature = "tokio")]
@@ -97,5 +99,13 @@ pub mod fuzzing {
     pub fn wheel(data: &[u8]) {
         crate::wheel::model::check_bytes(data);
         crate::wheel::keyed_model::check_bytes(data);
+    }
+
+    /// Decodes `data` into operations on the wheel's paged store (insert,
+    /// remove, vacant keys, reserve, shrink, compact, clear, across page
+    /// boundaries) and checks each against a reference model; panics with
+    /// a shrunk reproduction on a mismatch.
+    pub fn store(data: &[u8]) {
+        crate::wheel::store_model::check_bytes(data);
     }
 }

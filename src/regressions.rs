@@ -89,7 +89,8 @@ fn a_cancel_between_a_schedules_insert_and_its_return_releases_the_count_once() 
             // The one task, on the shard of this thread.
             let task = {
                 let state = shared.lock(shared.current_shard());
-                state.tasks.values().next().unwrap().clone()
+                let task = state.tasks.values().next().unwrap().clone();
+                task
             };
             assert!(TaskHandle::new(task).cancel());
         });

@@ -59,4 +59,13 @@ pub struct Stats {
     /// per driver wake-up; resets and re-arms of timeouts that are not the
     /// earliest do not touch it.
     pub alarm_arms: u64,
+    /// The longest single turn of the driver: the wall-clock time from its
+    /// wake-up to the end of its turn, expiring, waking and handing on what
+    /// was due on every shard, and re-arming (measured with
+    /// [`std::time::Instant`], so paused tokio time does not stop it).
+    /// Everything that waits on the runtime's timer waits that long behind
+    /// it; a turn takes the shards' locks in batches of 32 expiries, so a
+    /// long one is a large burst of expiries, not one stall. Zero before
+    /// the first turn.
+    pub longest_turn: std::time::Duration,
 }

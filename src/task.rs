@@ -71,7 +71,7 @@ impl TaskHandle {
                 return false;
             }
             state.wheel.remove(inner.key);
-            state.tasks.remove(&inner.key);
+            state.tasks.remove(inner.key);
             state.counts.cancelled += 1;
             shared.shards[inner.shard].release_locked(&mut state, 1);
             inner.mark_cancelled();

@@ -18,12 +18,12 @@ use crate::wheel::raw::{Key, State, NEVER};
 // it the timer) and a state word. Holding the shard rather than the whole
 // timer keeps threads on different shards off each other's reference count.
 //
-// | bits  | meaning                                                  |
-// |-------|----------------------------------------------------------|
-// | 62-63 | kind: one of the four below                              |
-// | 0-61  | deadline (µs since the timer's start), or while          |
-// |       | `REGISTERED` the slab key (bits 0-31) and the generation |
-// |       | of its deadline word (bits 32-46, see `shard::LINKED`)   |
+// | bits  | meaning                                                    |
+// |-------|------------------------------------------------------------|
+// | 62-63 | kind: one of the four below                                |
+// | 0-61  | deadline (µs since the timer's start), or while            |
+// |       | `REGISTERED` the store key (bits 0-31) and the generation  |
+// |       | of its deadline word (bits 32-46, see `deadlines::LINKED`) |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -36,7 +36,7 @@ use crate::wheel::raw::{Key, State, NEVER};
 // the common create-poll-drop pattern. The entry of a registered timeout
 // belongs to it until it is dropped or seen completed, so its key can never
 // be reused under it; the generation in its deadline word guards the
-// lock-free extension besides (see `shard::Deadlines::extend`).
+// lock-free extension besides (see `deadlines::Deadlines::extend`).
 //
 // A registered timeout's deadline lives in its deadline word (the wheel may
 // hold it at an earlier tick, from before an extension), except for
@@ -422,11 +422,7 @@ impl Timeout {
         // it on its next turn.
         let key = state.wheel.insert(tick, false, None);
         let gen = shard.deadlines.insert(key, tick, true);
-        let i = key as usize;
-        if state.beats.len() <= i {
-            state.beats.resize(i + 1, None);
-        }
-        state.beats[i] = Some(beat.clone());
+        state.beats.insert(key, beat.clone());
         drop(state);
         shard.common.note_deadline(tick);
         self.set(REGISTERED, u64::from(key) | gen << 32);
@@ -465,10 +461,7 @@ impl Timeout {
                         shard.release_locked(&mut guard, 1);
                     }
                     // An interval's: its beat leaves with it.
-                    let beat = guard
-                        .beats
-                        .get_mut(self.key() as usize)
-                        .and_then(Option::take);
+                    let beat = guard.beats.remove(self.key());
                     (state, waker, beat)
                 };
                 drop((waker, beat));

@@ -18,7 +18,7 @@ use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 use crate::timeout::{Timeout, WithTimeout};
-use crate::wheel::raw::{Key, NEVER};
+use crate::wheel::raw::{MAX_ENTRIES, NEVER};
 
 /// The smallest tick; shorter ones are raised to it.
 const MIN_TICK: Duration = Duration::from_millis(1);
@@ -101,6 +101,7 @@ pub struct Builder {
     wheel_size: usize,
     max_pending: Option<usize>,
     shards: Option<usize>,
+    capacity: usize,
     handle: Option<Handle>,
     task_executor: TaskExecutor,
 }
@@ -592,6 +593,15 @@ impl Timer {
     /// Storage grows to the most timeouts ever held at once and is reused
     /// after that; call this when a burst is over. Returns the bytes freed.
     ///
+    /// Storage comes in pages of up to 1,024 entries, keyed by slot. This
+    /// gives back, in each shard, the storage above the highest slot still
+    /// in use, in whole pages past the first 1,024 slots (all of it when
+    /// nothing is pending), and the pages of the interval and
+    /// scheduled-task tables that hold none. It keeps the slots below a live entry (a timeout
+    /// keeps its slot while it lives: nothing moves) and the deadline words
+    /// (8 bytes per slot, up to the highest slot ever used), which handles
+    /// read without the lock. O(slots) under each shard's lock in turn.
+    ///
     /// # Examples
     ///
     /// ```
@@ -612,10 +622,7 @@ impl Timer {
         (0..self.shared.shards.len())
             .map(|shard| {
                 let mut state = self.shared.lock(shard);
-                let tasks = state.tasks.capacity();
-                state.tasks.shrink_to_fit();
-                let freed = tasks - state.tasks.capacity();
-                state.wheel.shrink() + freed * std::mem::size_of::<(Key, Arc<TaskInner>)>()
+                state.wheel.shrink() + state.tasks.shrink() + state.beats.shrink()
             })
             .sum()
     }
@@ -859,6 +866,7 @@ impl Builder {
             wheel_size: 512,
             max_pending: None,
             shards: None,
+            capacity: 0,
             handle: None,
             task_executor: TaskExecutor::spawn(),
         }
@@ -937,6 +945,45 @@ impl Builder {
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn max_pending(mut self, max: usize) -> Builder {
         self.max_pending = Some(max);
+        self
+    }
+
+    /// Reserves room for `timeouts` timeouts up front, split evenly across
+    /// the shards (each reserves `timeouts / shards`, rounded up): the
+    /// storage of their entries and their deadline words is allocated by
+    /// [`build`](Builder::build) rather than by the inserts that first need
+    /// it, like [`DelayQueue::with_capacity`](crate::DelayQueue::with_capacity).
+    /// Defaults to 0.
+    ///
+    /// Threads spread over the shards, so on a multi-thread runtime the
+    /// split matches the load; a timer used from one thread fills one
+    /// shard, so give it [`shards(1)`](Builder::shards) to reserve it all
+    /// there. Growing past the reservation is cheap either way: storage
+    /// grows a page (1,024 entries) at a time and never copies what it
+    /// holds. [`Timer::shrink`] gives back what is not in use, reserved or
+    /// not. Intervals and scheduled tasks take a little more, allocated as
+    /// they come.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](Builder::build) fails with [`Error::is_invalid_config`] if
+    /// a shard's part is more than a shard can hold (`u32::MAX - 3`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::builder().shards(1).capacity(10_000).build().unwrap();
+    /// let held: Vec<_> = (0..10_000).map(|_| timer.sleep(Duration::from_secs(9))).collect();
+    /// # drop(held);
+    /// # }
+    /// ```
+    #[must_use = "a Builder does nothing until `build` is called"]
+    pub fn capacity(mut self, timeouts: usize) -> Builder {
+        self.capacity = timeouts;
         self
     }
 
@@ -1078,9 +1125,22 @@ impl Builder {
                 "the runtime has no time driver: build it with enable_time() or enable_all()",
             ));
         }
+        let per_shard = self.capacity.div_ceil(shards);
+        if per_shard > MAX_ENTRIES {
+            return Err(Error::invalid_config(format!(
+                "a capacity of {} over {shards} shards is more than a shard holds ({MAX_ENTRIES})",
+                self.capacity
+            )));
+        }
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let tick_us = tick_ns.div_ceil(UNIT_NS);
         let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
+        if per_shard > 0 {
+            for shard in shared.shards.iter() {
+                shard.lock().wheel.reserve(per_shard);
+                shard.deadlines.reserve(per_shard);
+            }
+        }
         driver::start(&handle, &shared, self.task_executor);
         Ok(Timer { shared })
     }

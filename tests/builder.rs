@@ -128,3 +128,9 @@ fn a_runtime_with_only_the_time_driver_is_enough() {
     rt.block_on(timer.sleep(Duration::from_millis(2)));
     assert!(!timer.is_stopped());
 }
+
+#[tokio::test]
+async fn a_capacity_past_what_a_shard_holds_is_refused() {
+    let msg = config_error(Timer::builder().shards(1).capacity(usize::MAX));
+    assert!(msg.contains("capacity"), "{msg}");
+}

@@ -127,8 +127,9 @@ async fn shrink_keeps_live_timeouts() {
     for t in &mut held {
         assert!(Pin::new(t).poll(&mut cx).is_pending());
     }
-    // Drop all but the last few hundred (the tail of the storage stays).
-    let kept = held.split_off(9_700);
+    // Drop all but a few hundred in the middle: the storage above them
+    // goes, theirs stays.
+    let kept: Vec<_> = held.drain(4_000..4_300).collect();
     drop(held);
     assert!(timer.shrink() > 0);
     assert_eq!(timer.pending(), 300);
@@ -165,4 +166,56 @@ async fn shrink_returns_the_storage_of_cancelled_tasks() {
         tasks.shrink() > timeouts.shrink(),
         "the task map was not shrunk"
     );
+}
+
+/// `shrink` gives back the pages of the table of interval beats too: the
+/// storage of a burst of intervals is that of as many timeouts, and a
+/// table besides.
+#[tokio::test(start_paused = true)]
+async fn shrink_returns_the_storage_of_dropped_intervals() {
+    let n = 20_000;
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let timeouts = one_shard();
+    create_and_cancel(&timeouts, n, &waker);
+    let intervals = one_shard();
+    let mut held: Vec<_> = (0..n)
+        .map(|_| intervals.interval(Duration::from_secs(60)))
+        .collect();
+    for interval in &mut held {
+        // The first tick is at once; the second registers the interval.
+        assert!(interval.poll_tick(&mut cx).is_ready());
+        assert!(interval.poll_tick(&mut cx).is_pending());
+    }
+    assert_eq!(intervals.pending(), n);
+    drop(held);
+    assert_eq!(intervals.pending(), 0);
+    let beats = intervals.shrink() - timeouts.shrink();
+    assert!(
+        beats >= n * std::mem::size_of::<usize>(),
+        "the beat table gave back {beats} bytes for {n} intervals"
+    );
+    assert_eq!(intervals.shrink(), 0, "shrink gave everything back");
+}
+
+/// `Builder::capacity` reserves the storage up front: a timer that never
+/// held a timeout has it to give back, and the reserved timeouts fit.
+#[tokio::test(start_paused = true)]
+async fn a_reserved_capacity_is_allocated_by_build() {
+    let n = 10_000;
+    let waker = noop_waker();
+    let reserved = Timer::builder().shards(1).capacity(n).build().unwrap();
+    let freed = reserved.shrink();
+    assert!(freed >= n * 32, "{freed} bytes reserved for {n} timeouts");
+    // Split across shards: each reserves its part.
+    let split = Timer::builder().shards(4).capacity(n).build().unwrap();
+    let freed = split.shrink();
+    // Each shard reserves its quarter, to within a page of 1,024 entries.
+    assert!(
+        (n * 32..(n + 4 * 1024) * 32).contains(&freed),
+        "{freed} bytes reserved for {n} timeouts over 4 shards"
+    );
+    let timer = Timer::builder().shards(1).capacity(n).build().unwrap();
+    create_and_cancel(&timer, n, &waker);
+    assert!(timer.shrink() >= n * 32);
 }

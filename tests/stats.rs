@@ -113,3 +113,27 @@ async fn a_driver_woken_late_reports_late_ticks() {
     // One wake-up (the insert's notification only moved the alarm), late.
     assert_eq!((s.fired, s.driver_wakeups, s.late_ticks), (1, 1, 40));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_longest_driver_turn_is_kept_and_only_grows() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.sleep(MS));
+    assert_pending!(t.poll());
+    assert_eq!(timer.stats().longest_turn, Duration::ZERO, "no turn yet");
+    advance(MS).await;
+    assert_ready!(t.poll());
+    let first = timer.stats().longest_turn;
+    assert!(first > Duration::ZERO, "a turn took no time");
+    // A turn that expires a thousand timeouts: the maximum never goes down.
+    let mut many: Vec<_> = (0..1000).map(|_| task::spawn(timer.sleep(MS))).collect();
+    for t in &mut many {
+        assert_pending!(t.poll());
+    }
+    advance(MS).await;
+    settle().await;
+    for t in &mut many {
+        assert_ready!(t.poll());
+    }
+    assert!(timer.stats().longest_turn >= first);
+    assert!(timer.stats().driver_wakeups >= 2);
+}

@@ -332,7 +332,7 @@ impl Model {
             Op::Compact => {
                 self.wheel.compact();
                 ensure!(
-                    self.wheel.capacity() == self.wheel.len(),
+                    self.wheel.capacity() == super::store::capacity_for(self.wheel.len()),
                     "capacity {} after compact, len {}",
                     self.wheel.capacity(),
                     self.wheel.len()

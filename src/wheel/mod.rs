@@ -8,7 +8,7 @@
 //! [`reset`](Wheel::reset) it by key; ask for the [next tick with
 //! work](Wheel::next_tick) to know how long to sleep; and take out what is
 //! due with [`poll`](Wheel::poll). It builds without tokio
-//! (`default-features = false`), with `slab` as its only dependency.
+//! (`default-features = false`), with no dependency at all.
 //!
 //! # Ticks
 //!
@@ -39,15 +39,18 @@
 //!
 //! | operation | cost |
 //! |---|---|
-//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slab slot and a list push or unlink |
+//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slot of the store and a list push or unlink; an insert allocates at most one page of 1,024 entries and never copies the ones held |
 //! | [`poll`](Wheel::poll) | O(1) per entry taken out; empty ticks and rounds are skipped with occupancy bit sets |
 //! | [`next_tick`](Wheel::next_tick) | O(1), plus a look at up to 64 entries of the next round's ring slot |
 //! | [`peek`](Wheel::peek) | O(1) while the current round has entries; else a scan of ring slots |
 //! | [`compact`](Wheel::compact) | O(len) |
 //!
 //! An entry takes 24 bytes plus the value, rounded up to 8 (24 in all for
-//! `()`, 32 for a `u64`) in the slab, and a key is 12 bytes (`Option<Key>`
-//! too). The wheel itself is two arrays of
+//! `()`, 32 for a `u64`) in the wheel's store, and a key is 12 bytes
+//! (`Option<Key>` too). The store keeps entries in pages (64, 64, 128,
+//! 256 and 512 entries, then 1,024 each) that are allocated as the wheel
+//! grows and never moved, so memory follows the entry count to within a
+//! page and no insert stalls on a copy. The wheel itself is two arrays of
 //! `u32` list heads, buckets and ring slots (2 KiB each by default).
 //!
 //! # Examples
@@ -92,6 +95,9 @@ pub(crate) mod keyed_model;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod model;
 pub(crate) mod raw;
+pub(crate) mod store;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod store_model;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -350,7 +356,7 @@ impl<T> Wheel<T> {
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     #[inline]
     pub(crate) fn remove_entry(&mut self, key: Key) -> Option<Expired<T>> {
-        // One slab lookup on the common path: the key names its slot.
+        // One store lookup on the common path: the key names its slot.
         let same = |slot: &Slot<T>| slot.generation == key.generation;
         let (tick, slot) = match self.raw.remove_if(key.index, same) {
             Some(removed) => removed,
@@ -630,8 +636,9 @@ impl<T> Wheel<T> {
         self.raw.reserve(additional);
     }
 
-    /// Gives back the memory of free slots at the end of the slab (all of
-    /// it when the wheel is empty). Entries do not move; see
+    /// Gives back the memory of free slots at the end of the store, in
+    /// whole pages of 1,024 past the first 1,024 slots (all of it when the
+    /// wheel is empty). Entries do not move; see
     /// [`compact`](Self::compact) for that.
     ///
     /// # Examples
@@ -650,8 +657,9 @@ impl<T> Wheel<T> {
         self.moved.shrink_to_fit();
     }
 
-    /// Moves entries into free slots and gives back the rest of the slab, so
-    /// that the capacity is the length. Keys stay valid: the wheel remembers
+    /// Moves entries into free slots and gives back the rest of the store, so
+    /// that the capacity is the length (in whole pages of 1,024 entries
+    /// past the first 1,024). Keys stay valid: the wheel remembers
     /// where each moved entry went (in a map that empties as those entries
     /// leave). O(len).
     ///

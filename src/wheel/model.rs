@@ -240,7 +240,7 @@ struct Entry {
     tick: u64,
     detached: bool,
     state: State,
-    /// The value the slab holds now (taken, i.e. 0, once fired).
+    /// The value the store holds now (taken, i.e. 0, once fired).
     value: u64,
 }
 
@@ -457,7 +457,7 @@ impl Model {
         );
         ensure!(
             w.entries() == self.entries.len(),
-            "slab holds {} != model {}",
+            "store holds {} != model {}",
             w.entries(),
             self.entries.len()
         );
