@@ -162,7 +162,11 @@ fn a_thread_that_enters_a_then_b_then_a_finds_each_ones_timer() {
         hashwheel::time::sleep(Duration::from_millis(30)).await;
         start.elapsed()
     });
-    assert_eq!(b_slept, Duration::from_millis(30), "B's sleep ran on B's timer");
+    assert_eq!(
+        b_slept,
+        Duration::from_millis(30),
+        "B's sleep ran on B's timer"
+    );
     assert_eq!((pending(&a), pending(&b)), (1, 0));
     // Back on A: its sleep is still A's, and A's driver fires it.
     a.block_on(async {
