@@ -47,7 +47,7 @@ use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Beat, Common, Shard,
     Shared, TaskInner, AGAIN, IDLE, TURNING,
 };
-use crate::wheel::raw::{Popped, NEVER};
+use crate::wheel::raw::Popped;
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
