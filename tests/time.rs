@@ -151,10 +151,10 @@ fn a_thread_that_enters_a_then_b_then_a_finds_each_ones_timer() {
     let a = paused_runtime();
     let b = paused_runtime();
     let pending = |rt: &tokio::runtime::Runtime| rt.block_on(async { Timer::current().pending() });
-    let mut on_a = a.block_on(async {
+    let (mut on_a,) = a.block_on(async {
         let mut sleep = task::spawn(hashwheel::time::sleep(Duration::from_millis(10)));
         assert_pending!(sleep.poll());
-        sleep
+        (sleep,)
     });
     assert_eq!((pending(&a), pending(&b)), (1, 0));
     let b_slept = b.block_on(async {
