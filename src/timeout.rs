@@ -456,8 +456,9 @@ impl Timeout {
         };
         shard.release_locked(&mut state, 1);
         drop(state);
-        // A waker left unused is dropped here, after the lock: its drop is
+        // A waker left unused is dropped after the lock: its drop is
         // foreign code.
+        drop(wakes);
         self.set(done, tick);
         done
     }
