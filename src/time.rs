@@ -37,10 +37,15 @@
 //! `cargo bench -p hashwheel-benches --bench ops -- w1`, two runs on a
 //! quiet 2-core machine): 81–82 ns per pair through [`sleep`] against
 //! 74 ns through [`Timer::sleep`] (1.10×, the lookup costs 7–8 ns), and
-//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep).
+//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep). The
+//! clone writes a reference count that every worker of the runtime shares:
+//! with request timeouts on 2 workers (W10, 1,000 tasks each looping
+//! `timeout(30 s, f)`) it cost 30 ns a request over [`Timer::timeout`] in
+//! one run on a busy 2-core machine (about 183 against 152 ns of CPU).
 //!
-//! Keep a [`Timer`] handle instead when you want several timers (one per
-//! kind of deadline, each with its own tick), a configured
+//! Keep a [`Timer`] handle instead (say [`Timer::current`], once per
+//! connection) to skip the lookup on hot paths, or when you want several
+//! timers (one per kind of deadline, each with its own tick), a configured
 //! [`Builder`](crate::Builder) (tick, wheel size, `max_pending`), its
 //! [`stats`](Timer::stats), Netty-style callbacks ([`Timer::schedule`]), or
 //! the error-returning `try_` methods.
