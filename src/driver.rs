@@ -47,15 +47,11 @@ use crate::shard::{
     far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Beat, Common, Shard,
     Shared, TaskInner, AGAIN, IDLE, TURNING,
 };
-use crate::wheel::raw::{Popped, NEVER};
+use crate::wheel::raw::Popped;
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
 const BATCH: usize = 32;
-
-/// Timeouts expired in one turn from which the driver batches: its next
-/// turn comes half a tick later at the soonest.
-const LOAD: usize = 32;
 
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
@@ -238,19 +234,19 @@ impl Driver {
         let (next, expired) = turn(common, &self.shards, &self.runner, now, batch);
         let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
         tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
-        // Under load, batch: after a turn that expired many timeouts the
-        // next comes half a tick later at the soonest, so that each turn
-        // (and the wakes, steals and parks it sets off in the runtime)
-        // serves more timeouts: on W9 this saved about a fifth of the CPU
-        // and a third of the context switches, and kept the median lateness
-        // under tokio's (a whole tick put it 0.13 ms above). On a light
-        // load the alarm rings at the deadline itself.
-        let alarm = if expired >= LOAD && target < NEVER {
-            target.max(now + common.tick_us / 2)
-        } else {
-            target
-        };
-        common.arm(alarm, true);
+        // The alarm rings at the next deadline itself, under load too: the
+        // runtime's timer rounds it up to its millisecond (and a tick over
+        // 1 ms batches on its own grid, see `Common::alarm_instant`).
+        // Batching under load (after a turn that expired 32 timeouts or
+        // more, the next no sooner than half a tick later) saved 10-20% of
+        // the CPU on W9 but skipped a runtime millisecond whenever a turn
+        // ran more than half a tick late, which put the p99 lateness of W4
+        // and W9 0.2-1 ms behind tokio's. Without it p50 and p99 are well
+        // below tokio's; the CPU is level with tokio's on 2 workers and
+        // above it on 1 (each turn re-arms the runtime's timer, which
+        // unparks its driver: see BENCHMARKS.md). A tick over 1 ms is the
+        // knob that trades lateness for fewer turns.
+        common.arm(target, true);
         let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         common.longest_turn_ns.fetch_max(took, Ordering::Relaxed);
         target

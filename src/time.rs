@@ -27,16 +27,25 @@
 //! handed out again, and the next call on that runtime builds a fresh one.
 //!
 //! Each call finds the runtime as `tokio::time::sleep` does (a clone of the
-//! runtime's handle), then its timer in a per-thread cache; the first call
-//! of a thread on a runtime takes a process-wide lock once. Measured (W1:
+//! runtime's handle, which tokio's `sleep` pays too: tokio 1.x offers no way
+//! to read the current runtime's id without it), then its timer in a
+//! per-thread cache; the first call of a thread on a runtime takes a
+//! process-wide lock once. A cache checked by anything cheaper (the task's
+//! id, the worker's index) would hand out the wrong runtime's timer inside
+//! `Handle::enter` or a `block_on` nested in `block_in_place`. Measured (W1:
 //! a 30 s sleep created, polled once and dropped, current-thread runtime;
 //! `cargo bench -p hashwheel-benches --bench ops -- w1`, two runs on a
 //! quiet 2-core machine): 81–82 ns per pair through [`sleep`] against
 //! 74 ns through [`Timer::sleep`] (1.10×, the lookup costs 7–8 ns), and
-//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep).
+//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep). The
+//! clone writes a reference count that every worker of the runtime shares:
+//! with request timeouts on 2 workers (W10, 1,000 tasks each looping
+//! `timeout(30 s, f)`) it cost 30 ns a request over [`Timer::timeout`] in
+//! one run on a busy 2-core machine (about 183 against 152 ns of CPU).
 //!
-//! Keep a [`Timer`] handle instead when you want several timers (one per
-//! kind of deadline, each with its own tick), a configured
+//! Keep a [`Timer`] handle instead (say [`Timer::current`], once per
+//! connection) to skip the lookup on hot paths, or when you want several
+//! timers (one per kind of deadline, each with its own tick), a configured
 //! [`Builder`](crate::Builder) (tick, wheel size, `max_pending`), its
 //! [`stats`](Timer::stats), Netty-style callbacks ([`Timer::schedule`]), or
 //! the error-returning `try_` methods.

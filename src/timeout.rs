@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
@@ -47,6 +47,13 @@ const REGISTERED: u64 = 0b01 << 62;
 const FIRED: u64 = 0b10 << 62;
 const CANCELLED: u64 = 0b11 << 62;
 const LOW_MASK: u64 = (1 << 62) - 1;
+
+/// Whom a registered entry wakes when it fires: a polled timeout's task,
+/// or an interval's [`Beat`] (whose entry holds no waker).
+enum Wakes<'a> {
+    Task(Waker),
+    Beat(&'a Arc<Beat>),
+}
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
 ///
@@ -407,26 +414,49 @@ impl Timeout {
     /// driver re-arms it when it fires and wakes the beat's waker. Returns
     /// `false` (and the timeout is cancelled) if the timer stopped.
     pub(crate) fn register_beat(&mut self, beat: &Arc<Beat>) -> bool {
+        self.register(Wakes::Beat(beat)) != CANCELLED
+    }
+
+    /// Registers an unregistered timeout (the one path for a first poll and
+    /// for an interval's entry): inserts its entry into the wheel, to wake
+    /// `wakes` when it fires. Returns the kind the timeout is left in:
+    /// `REGISTERED`; `CANCELLED` if the timer stopped; `FIRED` for a
+    /// polled timeout whose deadline the wheel has passed. (An interval's
+    /// tick already past is clamped to the next one instead, and the driver
+    /// fires it on its next turn.)
+    fn register(&mut self, wakes: Wakes<'_>) -> u64 {
         debug_assert_eq!(self.kind(), UNREGISTERED);
         let tick = self.low();
         let shard = &*self.shard;
         let mut state = shard.lock();
-        if shard.common.is_stopped() {
+        let done = if shard.common.is_stopped() {
             state.counts.cancelled += 1;
-            shard.release_locked(&mut state, 1);
+            CANCELLED
+        } else if matches!(wakes, Wakes::Task(_)) && tick <= state.wheel.elapsed() {
+            state.counts.fired += 1;
+            FIRED
+        } else {
+            let (waker, beat) = match wakes {
+                Wakes::Task(waker) => (Some(waker), None),
+                Wakes::Beat(beat) => (None, Some(beat)),
+            };
+            let key = state.wheel.insert(tick, false, waker);
+            let gen = shard.deadlines.insert(key, tick, beat.is_some());
+            if let Some(beat) = beat {
+                state.beats.insert(key, beat.clone());
+            }
             drop(state);
-            self.set(CANCELLED, tick);
-            return false;
-        }
-        // A tick already past is clamped to the next one: the driver fires
-        // it on its next turn.
-        let key = state.wheel.insert(tick, false, None);
-        let gen = shard.deadlines.insert(key, tick, true);
-        state.beats.insert(key, beat.clone());
+            shard.common.note_deadline(tick);
+            self.set(REGISTERED, u64::from(key) | gen << 32);
+            return REGISTERED;
+        };
+        shard.release_locked(&mut state, 1);
         drop(state);
-        shard.common.note_deadline(tick);
-        self.set(REGISTERED, u64::from(key) | gen << 32);
-        true
+        // A waker left unused is dropped after the lock: its drop is
+        // foreign code.
+        drop(wakes);
+        self.set(done, tick);
+        done
     }
 
     /// Why the timer stopped, if it did.
@@ -481,30 +511,11 @@ impl Future for Timeout {
         let this = self.get_mut();
         match this.kind() {
             UNREGISTERED => {
-                let tick = this.low();
-                let shard = &*this.shard;
                 // Cloned before the lock: a waker's clone is foreign code.
-                let waker = cx.waker().clone();
-                let mut state = shard.lock();
-                let done = if shard.common.is_stopped() {
-                    state.counts.cancelled += 1;
-                    CANCELLED
-                } else if tick <= state.wheel.elapsed() {
-                    state.counts.fired += 1;
-                    FIRED
-                } else {
-                    let key = state.wheel.insert(tick, false, Some(waker));
-                    let gen = shard.deadlines.insert(key, tick, false);
-                    drop(state);
-                    shard.common.note_deadline(tick);
-                    this.set(REGISTERED, u64::from(key) | gen << 32);
-                    return Poll::Pending;
-                };
-                shard.release_locked(&mut state, 1);
-                drop(state);
-                drop(waker);
-                this.set(done, tick);
-                Poll::Ready(())
+                match this.register(Wakes::Task(cx.waker().clone())) {
+                    REGISTERED => Poll::Pending,
+                    _ => Poll::Ready(()),
+                }
             }
             REGISTERED => {
                 let key = this.key();

@@ -876,13 +876,12 @@ impl Builder {
     ///
     /// Deadlines keep their microseconds whatever the tick. With the
     /// default 1 ms (the runtime timer's own resolution) the timer adds no
-    /// rounding: on a light load a timeout fires when a `tokio::time::Sleep`
-    /// with the same deadline would; under load (a turn that expired 32
-    /// timeouts or more) the next turn comes half a tick later at the
-    /// soonest. A coarser tick batches: the driver turns at most once
-    /// per tick, on multiples of the tick since the timer was built, so a
-    /// timeout fires at the first of them at or after its deadline (at most
-    /// one tick late), and far fewer wake-ups serve many timeouts. Ticks
+    /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
+    /// deadline would, under load too. A coarser tick batches: the driver
+    /// turns at most once per tick, on multiples of the tick since the
+    /// timer was built, so a timeout fires at the first of them at or after
+    /// its deadline (at most one tick late), and far fewer wake-ups serve
+    /// many timeouts: the knob that trades lateness for CPU. Ticks
     /// under 1 ms are raised to 1 ms with a `tracing` warning; zero is an
     /// error.
     ///

@@ -378,3 +378,24 @@ async fn a_period_of_years_still_ticks_and_is_never_early() {
     assert_pending!(poll_tick(&mut t));
     assert_eq!(timer.pending(), 1);
 }
+
+/// An interval's entry and a polled timeout register by one path: both
+/// count pending once registered and cancelled once dropped.
+#[tokio::test(start_paused = true)]
+async fn an_interval_and_a_timeout_register_and_cancel_alike() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.interval(PERIOD));
+    assert_ready!(poll_tick(&mut t));
+    assert_pending!(poll_tick(&mut t));
+    let mut sleep = task::spawn(timer.sleep(PERIOD));
+    assert_pending!(sleep.poll());
+    assert_eq!(timer.pending(), 2);
+    advance(PERIOD).await;
+    assert!(t.is_woken() && sleep.is_woken());
+    assert_ready!(sleep.poll());
+    assert_ready!(poll_tick(&mut t));
+    assert_eq!(timer.pending(), 1, "the interval was re-armed");
+    drop(t);
+    let stats = timer.stats();
+    assert_eq!((stats.pending, stats.fired, stats.cancelled), (0, 2, 1));
+}

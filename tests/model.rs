@@ -288,9 +288,6 @@ struct LiveTask {
 
 struct Model {
     shape: Shape,
-    /// Whether the timer ever held 32 timeouts or more: a turn may then
-    /// have expired that many and batched the next (see `must_fire`).
-    loaded: bool,
     timer: Timer,
     start: Instant,
     live: BTreeMap<usize, Live>,
@@ -350,9 +347,8 @@ impl Model {
 
     /// Whether it must have fired: the runtime (which started with the
     /// timer) has processed the millisecond of its alarm: the deadline
-    /// itself for a tick of 1 ms, else its next multiple of the tick; plus,
-    /// when a turn under load batches the next one half a tick later, a
-    /// tick.
+    /// itself for a tick of 1 ms, else its next multiple of the tick (under
+    /// load too: the driver never puts its next turn off).
     fn must_fire(&self, fire: u64) -> bool {
         if fire >= NEVER {
             return false;
@@ -363,13 +359,7 @@ impl Model {
         } else {
             fire.div_ceil(tick_us) * tick_us
         };
-        let alarm = if self.loaded { alarm + tick_us } else { alarm };
         alarm.div_ceil(1_000) <= self.now_tick() / 1_000
-    }
-
-    /// Notes whether the timer holds enough timeouts for a turn to batch.
-    fn note_load(&mut self) {
-        self.loaded |= self.timer.pending() >= 32;
     }
 
     fn is_due(&self, live: &Live) -> bool {
@@ -528,7 +518,6 @@ impl Model {
     }
 
     async fn step(&mut self, op: &Op) -> Result<(), String> {
-        self.note_load();
         let now = Instant::now();
         match *op {
             Op::Sleep { delay, poll } => match self.timer.try_sleep(delay) {
@@ -803,7 +792,6 @@ impl Model {
 
     /// Lets the driver run, then checks every timeout against the model.
     async fn check(&mut self, order_matters: bool) -> Result<(), String> {
-        self.note_load();
         common::settle().await;
         let woken = std::mem::take(&mut *self.log.lock().unwrap());
         if order_matters {
@@ -860,7 +848,6 @@ async fn run_async(shape: Shape, ops: &[Op]) -> Result<(), String> {
     let timer = builder.build().unwrap();
     let mut model = Model {
         shape,
-        loaded: false,
         timer,
         start,
         live: BTreeMap::new(),

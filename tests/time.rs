@@ -143,6 +143,54 @@ fn runtimes_one_after_another_each_get_a_running_timer() {
     }
 }
 
+/// One thread enters runtime A, then B, then A again (and B from inside A,
+/// by `Handle::enter`): every call finds the runtime entered at that moment,
+/// never the one the thread used last.
+#[test]
+fn a_thread_that_enters_a_then_b_then_a_finds_each_ones_timer() {
+    let a = paused_runtime();
+    let b = paused_runtime();
+    let pending = |rt: &tokio::runtime::Runtime| rt.block_on(async { Timer::current().pending() });
+    let (mut on_a,) = a.block_on(async {
+        let mut sleep = task::spawn(hashwheel::time::sleep(Duration::from_millis(10)));
+        assert_pending!(sleep.poll());
+        (sleep,)
+    });
+    assert_eq!((pending(&a), pending(&b)), (1, 0));
+    let b_slept = b.block_on(async {
+        let start = tokio::time::Instant::now();
+        hashwheel::time::sleep(Duration::from_millis(30)).await;
+        start.elapsed()
+    });
+    assert_eq!(
+        b_slept,
+        Duration::from_millis(30),
+        "B's sleep ran on B's timer"
+    );
+    assert_eq!((pending(&a), pending(&b)), (1, 0));
+    // Back on A: its sleep is still A's, and A's driver fires it.
+    a.block_on(async {
+        let mut b_sleep = {
+            let _b = b.handle().enter();
+            task::spawn(hashwheel::time::sleep(Duration::from_secs(60)))
+        };
+        // Created inside `enter`, on B's timer; polled here, it registers
+        // there (its timeout holds its timer).
+        assert_pending!(b_sleep.poll());
+        let b_timer = {
+            let _b = b.handle().enter();
+            Timer::current()
+        };
+        assert_eq!(b_timer.pending(), 1);
+        hashwheel::time::sleep(Duration::from_millis(20)).await;
+        assert!(on_a.is_woken());
+        assert!(on_a.poll().is_ready());
+        assert_eq!(Timer::current().pending(), 0, "A's timer holds none of B's");
+        drop(b_sleep);
+    });
+    assert_eq!((pending(&a), pending(&b)), (0, 0));
+}
+
 #[test]
 fn runtimes_side_by_side_have_timers_of_their_own() {
     let a = Builder::new_multi_thread()
