@@ -57,6 +57,8 @@ mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+#[cfg(feature = "tokio")]
+mod turn;
 pub mod wheel;
 
 #[cfg(feature = "tokio")]
