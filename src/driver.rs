@@ -65,8 +65,9 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
-        Box::pin(tokio::time::sleep_until(far_future(
-            tokio::time::Instant::now(),
+        let never = far_future(tokio::time::Instant::now().into_std());
+        Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
+            never,
         )))
     };
     let driver = Arc::new(Driver {

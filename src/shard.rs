@@ -17,9 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
+use std::time::Instant;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
-use tokio::time::{Instant, Sleep};
+
+use tokio::time::Sleep;
 
 use crate::error::{Error, StopReason};
 use crate::live::LiveTimer;
@@ -42,6 +44,10 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
+    /// Whether the clock is tokio's (`tokio::time::Instant::now`, which
+    /// paused time moves) rather than std's: a timer driven by a runtime
+    /// reads the runtime's clock, a thread-driven one the real clock.
+    tokio_clock: bool,
     /// Converts durations to the wheel's time unit, the microsecond
     /// ([`UNIT_NS`]): deadlines keep that resolution, so the timer adds no
     /// rounding of its own to the runtime's 1 ms.
@@ -492,9 +498,16 @@ impl Shared {
         ring: usize,
         shards: usize,
         max_pending: Option<usize>,
+        tokio_clock: bool,
     ) -> Arc<Shared> {
+        let now = if tokio_clock {
+            tokio::time::Instant::now().into_std()
+        } else {
+            Instant::now()
+        };
         let common = Arc::new(Common {
-            start: Instant::now(),
+            start: now,
+            tokio_clock,
             ticks: Ticks::new(UNIT_NS),
             tick_us,
             planned: AtomicU64::new(u64::MAX),
@@ -564,6 +577,11 @@ impl Shared {
 
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         self.common.tick_of(deadline)
+    }
+
+    /// The time by the timer's clock (see [`Common::now`]).
+    pub(crate) fn now(&self) -> Instant {
+        self.common.now()
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
@@ -653,7 +671,7 @@ impl Common {
     /// The time by the clock, in microseconds since the timer's start,
     /// rounded down: what is due at or before it has passed.
     pub(crate) fn now_tick(&self) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
+        let since = self.now().saturating_duration_since(self.start);
         self.ticks.floor(since).unwrap_or(u64::MAX)
     }
 
@@ -662,11 +680,21 @@ impl Common {
     /// addition and a subtraction (this is the schedule and reset path).
     /// A sum that overflows means [`NEVER`].
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
+        let since = self.now().saturating_duration_since(self.start);
         match since.checked_add(delay) {
             Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
             None => NEVER,
         }
+    }
+
+    /// The time by the timer's clock: tokio's (paused time included) for a
+    /// timer driven by a runtime, std's for a thread-driven one.
+    #[inline]
+    pub(crate) fn now(&self) -> Instant {
+        if self.tokio_clock {
+            return tokio::time::Instant::now().into_std();
+        }
+        Instant::now()
     }
 
     /// `deadline`, rounded up to the microsecond.
@@ -758,11 +786,13 @@ impl Common {
             // came due during the turn: it then rings at the runtime's next
             // millisecond with whatever else is due, as tokio's own timers
             // do, rather than turning again and again for each deadline.
-            let ready = !force && instant <= Instant::now()
+            let ready = !force && instant <= self.now()
                 || arming(|| {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
-                    sleep.as_mut().reset(instant);
+                    sleep
+                        .as_mut()
+                        .reset(tokio::time::Instant::from_std(instant));
                     // Outside the task's budget: a budget-limited poll would
                     // wake the driver instead of registering.
                     let mut poll =

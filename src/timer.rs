@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::time::Instant;
+
 use tokio::runtime::Handle;
-use tokio::time::Instant;
 
 use crate::driver;
 use crate::error::Error;
@@ -222,7 +223,7 @@ impl Timer {
     /// # }
     /// ```
     #[track_caller]
-    pub fn sleep_until(&self, deadline: Instant) -> Timeout {
+    pub fn sleep_until(&self, deadline: impl Into<Instant>) -> Timeout {
         unwrap(self.try_sleep_until(deadline))
     }
 
@@ -272,8 +273,9 @@ impl Timer {
     /// assert!(err.is_stopped());
     /// # }
     /// ```
-    pub fn try_sleep_until(&self, deadline: Instant) -> Result<Timeout, Error> {
-        let due = deadline <= Instant::now();
+    pub fn try_sleep_until(&self, deadline: impl Into<Instant>) -> Result<Timeout, Error> {
+        let deadline = deadline.into();
+        let due = deadline <= self.shared.now();
         self.timeout_at_tick(self.shared.tick_of(deadline), due)
     }
 
@@ -360,7 +362,7 @@ impl Timer {
     #[track_caller]
     pub fn timeout_at<F: IntoFuture>(
         &self,
-        deadline: Instant,
+        deadline: impl Into<Instant>,
         fut: F,
     ) -> WithTimeout<F::IntoFuture> {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
@@ -439,7 +441,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = Instant::now();
+        let now = self.shared.now();
         let deadline = now.checked_add(delay);
         let tick = deadline.map_or(NEVER, |d| self.shared.tick_of(d));
         let deadline = deadline.unwrap_or_else(|| far_future(now));
@@ -689,9 +691,9 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let start = Instant::now();
     /// let mut interval = timer.interval(Duration::from_millis(10));
-    /// assert_eq!(interval.tick().await, start); // at once
-    /// assert_eq!(interval.tick().await, start + Duration::from_millis(10));
-    /// assert_eq!(interval.tick().await, start + Duration::from_millis(20));
+    /// assert_eq!(interval.tick().await, start.into_std()); // at once
+    /// assert_eq!(interval.tick().await, (start + Duration::from_millis(10)).into_std());
+    /// assert_eq!(interval.tick().await, (start + Duration::from_millis(20)).into_std());
     /// # }
     /// ```
     #[track_caller]
@@ -718,12 +720,12 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let start = Instant::now() + Duration::from_secs(1);
     /// let mut interval = timer.interval_at(start, Duration::from_secs(5));
-    /// assert_eq!(interval.tick().await, start);
-    /// assert_eq!(interval.tick().await, start + Duration::from_secs(5));
+    /// assert_eq!(interval.tick().await, start.into_std());
+    /// assert_eq!(interval.tick().await, (start + Duration::from_secs(5)).into_std());
     /// # }
     /// ```
     #[track_caller]
-    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+    pub fn interval_at(&self, start: impl Into<Instant>, period: Duration) -> Interval {
         unwrap(self.try_interval_at(start, period))
     }
 
@@ -749,7 +751,7 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_interval(&self, period: Duration) -> Result<Interval, Error> {
-        self.try_interval_at(Instant::now(), period)
+        self.try_interval_at(self.shared.now(), period)
     }
 
     /// Like [`interval_at`](Timer::interval_at), but returns an error
@@ -773,7 +775,12 @@ impl Timer {
     /// assert!(err.is_stopped());
     /// # }
     /// ```
-    pub fn try_interval_at(&self, start: Instant, period: Duration) -> Result<Interval, Error> {
+    pub fn try_interval_at(
+        &self,
+        start: impl Into<Instant>,
+        period: Duration,
+    ) -> Result<Interval, Error> {
+        let start = start.into();
         if period.is_zero() {
             return Err(Error::invalid_config("interval period must be non-zero"));
         }
@@ -1080,7 +1087,15 @@ impl Builder {
         }
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let tick_us = tick_ns.div_ceil(UNIT_NS);
-        let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
+        let shared = Shared::new(
+            tick,
+            tick_us,
+            wheel_size,
+            ring,
+            shards,
+            self.max_pending,
+            true,
+        );
         driver::start(&handle, &shared, self.task_executor);
         Ok(Timer { shared })
     }
