@@ -26,56 +26,60 @@ timer handle, a keyed delay queue and a drop-in for `tokio::time`."
 pub mod delay_queue;
 #[cfg(feature = "tokio")]
 mod driver;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod error;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod executor;
 #[cfg(all(test, feature = "tokio"))]
 mod hooks;
 #[cfg(feature = "hyper")]
 mod hyper;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod interval;
 #[cfg(feature = "tokio")]
 mod live;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod shard;
-#[cfg(feature = "tokio")]
+#[cfg(feature = "thread")]
+mod sleeper;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod stats;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod task;
-#[cfg(feature = "tokio")]
+#[cfg(feature = "thread")]
+mod thread_driver;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod ticks;
 #[cfg(feature = "tokio")]
 pub mod time;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod timeout;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod turn;
 pub mod wheel;
 
 #[cfg(feature = "tokio")]
 pub use delay_queue::DelayQueue;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use error::{Elapsed, Error};
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use executor::TaskExecutor;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use interval::{Interval, MissedTickBehavior};
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use stats::Stats;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use task::TaskHandle;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use timeout::{Timeout, WithTimeout};
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use timer::{Builder, Timer};
 
 #[cfg(feature = "tokio")]

@@ -9,20 +9,31 @@ use std::time::Duration;
 
 use std::time::Instant;
 
+#[cfg(feature = "tokio")]
 use tokio::runtime::Handle;
 
+#[cfg(feature = "tokio")]
 use crate::driver;
 use crate::error::Error;
 use crate::executor::TaskExecutor;
 use crate::interval::Interval;
-use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
+use crate::shard::{far_future, AtomicCounts, Drive, Shared, TaskInner, UNIT_NS};
+#[cfg(feature = "thread")]
+use crate::sleeper::Sleeper;
 use crate::stats::Stats;
 use crate::task::TaskHandle;
+#[cfg(feature = "thread")]
+use crate::thread_driver;
 use crate::timeout::{Timeout, WithTimeout};
 use crate::wheel::raw::{Key, NEVER};
 
-/// The smallest tick; shorter ones are raised to it.
+/// The smallest tick of a timer driven by a runtime (whose timer has a
+/// resolution of 1 ms); shorter ones are raised to it.
 const MIN_TICK: Duration = Duration::from_millis(1);
+/// The smallest tick of a thread-driven timer; shorter ones are raised to
+/// it.
+#[cfg(feature = "thread")]
+const MIN_THREAD_TICK: Duration = Duration::from_micros(10);
 /// The largest wheel, as in Netty.
 const MAX_WHEEL_SIZE: usize = 1 << 30;
 /// Slots in each shard's round ring (see the `wheel` module): bounded so a
@@ -102,8 +113,14 @@ pub struct Builder {
     wheel_size: usize,
     max_pending: Option<usize>,
     shards: Option<usize>,
+    #[cfg(feature = "tokio")]
     handle: Option<Handle>,
-    task_executor: TaskExecutor,
+    /// `None`: the driver's default ([`TaskExecutor::spawn`] on a runtime,
+    /// [`TaskExecutor::driver`] on a thread).
+    task_executor: Option<TaskExecutor>,
+    /// Driven by a thread of its own rather than a runtime.
+    #[cfg(feature = "thread")]
+    thread: bool,
 }
 
 impl Timer {
@@ -791,6 +808,7 @@ impl Timer {
     }
 }
 
+#[cfg(feature = "tokio")]
 impl Timer {
     /// `Err` with why the timer stopped, if it did.
     pub(crate) fn check_running(&self) -> Result<(), Error> {
@@ -826,6 +844,7 @@ impl fmt::Debug for Timer {
 /// when polled) panics without a time driver, so the check creates one under
 /// `catch_unwind`: the panic hook reports tokio's message as the check runs,
 /// and a `panic = "abort"` build aborts with it.
+#[cfg(feature = "tokio")]
 fn has_time_driver(handle: &Handle) -> bool {
     let _runtime = handle.enter();
     std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
@@ -866,8 +885,11 @@ impl Builder {
             wheel_size: 512,
             max_pending: None,
             shards: None,
+            #[cfg(feature = "tokio")]
             handle: None,
-            task_executor: TaskExecutor::spawn(),
+            task_executor: None,
+            #[cfg(feature = "thread")]
+            thread: false,
         }
     }
 
@@ -979,6 +1001,8 @@ impl Builder {
     /// rt.block_on(timer.sleep(Duration::from_millis(1)));
     /// ```
     #[must_use = "a Builder does nothing until `build` is called"]
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn handle(mut self, handle: Handle) -> Builder {
         self.handle = Some(handle);
         self
@@ -1008,7 +1032,53 @@ impl Builder {
     #[doc(alias = "taskExecutor")]
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn task_executor(mut self, executor: TaskExecutor) -> Builder {
-        self.task_executor = executor;
+        self.task_executor = Some(executor);
+        self
+    }
+
+    /// Drives the timer on a thread of its own, Netty's worker thread,
+    /// rather than inside a tokio runtime's timer: its timeouts, intervals
+    /// and callbacks then work from any executor or plain thread, with no
+    /// runtime at all. Without the feature `tokio` this is the only driver,
+    /// and [`build`](Builder::build) picks it anyway.
+    ///
+    /// The thread sleeps until the next tick with work (none while nothing
+    /// is pending, none on an empty tick), wakes what expired, and ends once
+    /// the timer is [stopped](Timer::stop) or its last `Timer`, timeout,
+    /// interval and pending task is gone. Its clock is std's
+    /// (`std::time::Instant`): **tokio's paused time does not move it**.
+    /// Its [`tick`](Builder::tick) may go down to 10 µs for sub-millisecond
+    /// timers (a runtime-driven timer's stops at 1 ms): on Linux the thread
+    /// sleeps on a timerfd, which the kernel does not delay by its 50 µs of
+    /// timer slack; elsewhere on `std`'s condition variable. A finer tick
+    /// costs more wake-ups only when deadlines are that close together: the
+    /// thread turns at most once per tick, and only on ticks with work.
+    ///
+    /// Callbacks of [`Timer::schedule`] run on the driver's thread by
+    /// default ([`TaskExecutor::driver`], as Netty's): a callback that
+    /// blocks delays every timeout of the timer until it returns. Pass
+    /// [`TaskExecutor::custom`] for callbacks that may block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// // No runtime: the timer has its own thread.
+    /// let timer = hashwheel::Timer::builder()
+    ///     .tick(Duration::from_micros(50))
+    ///     .driver_thread()
+    ///     .build()
+    ///     .unwrap();
+    /// let start = std::time::Instant::now();
+    /// futures::executor::block_on(timer.sleep(Duration::from_millis(2)));
+    /// assert!(start.elapsed() >= Duration::from_millis(2));
+    /// ```
+    #[cfg(feature = "thread")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
+    #[must_use = "a Builder does nothing until `build` is called"]
+    pub fn driver_thread(mut self) -> Builder {
+        self.thread = true;
         self
     }
 
@@ -1040,12 +1110,21 @@ impl Builder {
         if self.tick.is_zero() {
             return Err(Error::invalid_config("tick must be non-zero, got 0ns"));
         }
-        let tick = if self.tick < MIN_TICK {
+        #[cfg(all(feature = "thread", feature = "tokio"))]
+        let thread = self.thread;
+        #[cfg(not(feature = "tokio"))]
+        let thread = true;
+        #[cfg(feature = "thread")]
+        let min_tick = if thread { MIN_THREAD_TICK } else { MIN_TICK };
+        #[cfg(not(feature = "thread"))]
+        let min_tick = MIN_TICK;
+        let tick = if self.tick < min_tick {
             tracing::warn!(
                 requested = ?self.tick,
-                "hashwheel: tick raised to the minimum of 1ms"
+                minimum = ?min_tick,
+                "hashwheel: tick raised to the minimum"
             );
-            MIN_TICK
+            min_tick
         } else {
             self.tick
         };
@@ -1072,6 +1151,30 @@ impl Builder {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
+        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
+        let tick_us = tick_ns.div_ceil(UNIT_NS);
+        #[cfg(feature = "thread")]
+        if thread {
+            return self.build_thread(tick, tick_us, wheel_size, ring, shards);
+        }
+        #[cfg(feature = "tokio")]
+        {
+            self.build_runtime(tick, tick_us, wheel_size, ring, shards)
+        }
+        #[cfg(not(feature = "tokio"))]
+        unreachable!("without tokio every timer is thread-driven")
+    }
+
+    /// [`build`](Self::build) for a timer driven by a runtime.
+    #[cfg(feature = "tokio")]
+    fn build_runtime(
+        self,
+        tick: Duration,
+        tick_us: u64,
+        wheel_size: usize,
+        ring: usize,
+        shards: usize,
+    ) -> Result<Timer, Error> {
         let handle = match self.handle {
             Some(handle) => handle,
             None => Handle::try_current().map_err(|_| {
@@ -1085,8 +1188,6 @@ impl Builder {
                 "the runtime has no time driver: build it with enable_time() or enable_all()",
             ));
         }
-        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let tick_us = tick_ns.div_ceil(UNIT_NS);
         let shared = Shared::new(
             tick,
             tick_us,
@@ -1094,9 +1195,51 @@ impl Builder {
             ring,
             shards,
             self.max_pending,
-            true,
+            Drive::Runtime,
         );
-        driver::start(&handle, &shared, self.task_executor);
+        driver::start(&handle, &shared, self.task_executor.unwrap_or_default());
+        Ok(Timer { shared })
+    }
+
+    /// [`build`](Self::build) for a thread-driven timer.
+    #[cfg(feature = "thread")]
+    fn build_thread(
+        self,
+        tick: Duration,
+        tick_us: u64,
+        wheel_size: usize,
+        ring: usize,
+        shards: usize,
+    ) -> Result<Timer, Error> {
+        let executor = self.task_executor.unwrap_or_else(TaskExecutor::driver);
+        #[cfg(feature = "tokio")]
+        let runner = {
+            let handle = self.handle.or_else(|| Handle::try_current().ok());
+            if executor.is_spawn() && handle.is_none() {
+                return Err(Error::invalid_config(
+                    "TaskExecutor::spawn on a thread-driven timer needs a tokio runtime: \
+                     build it inside one, or pass Builder::handle",
+                ));
+            }
+            executor.bind_thread(handle)
+        };
+        #[cfg(not(feature = "tokio"))]
+        let runner = executor.bind_thread();
+        let sleeper = Sleeper::new().map(Arc::new).map_err(|err| {
+            Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
+        })?;
+        let shared = Shared::new(
+            tick,
+            tick_us,
+            wheel_size,
+            ring,
+            shards,
+            self.max_pending,
+            Drive::Thread(sleeper.clone()),
+        );
+        thread_driver::start(&shared, sleeper, runner).map_err(|err| {
+            Error::invalid_config(format!("the driver's thread could not be started: {err}"))
+        })?;
         Ok(Timer { shared })
     }
 }
