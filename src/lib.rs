@@ -22,6 +22,8 @@ timer handle, a keyed delay queue and a drop-in for `tokio::time`."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "thread")]
+mod delay;
 #[cfg(feature = "tokio")]
 pub mod delay_queue;
 #[cfg(feature = "tokio")]
@@ -65,6 +67,9 @@ pub mod tower;
 mod turn;
 pub mod wheel;
 
+#[cfg(feature = "thread")]
+#[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
+pub use delay::Delay;
 #[cfg(feature = "tokio")]
 pub use delay_queue::DelayQueue;
 #[cfg(any(feature = "tokio", feature = "thread"))]
