@@ -916,7 +916,7 @@ impl Common {
     }
 
     /// Pending scheduled tasks, as counted for the keep-alive reference.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "tokio"))]
     pub(crate) fn tasks_kept(&self) -> (usize, bool) {
         let keep = self.lock_keep_alive();
         (keep.0, keep.1.is_some())

@@ -489,7 +489,7 @@ impl Timer {
             state.tasks.insert(key, inner.clone());
             inner
         };
-        #[cfg(test)]
+        #[cfg(all(test, feature = "tokio"))]
         crate::hooks::after_schedule_insert(&self.shared);
         self.shared.note_deadline(tick);
         Ok(TaskHandle::new(inner))
