@@ -4,14 +4,54 @@
 #![cfg_attr(feature = "tokio", doc = include_str!("../docs/CRATE.md"))]
 #![cfg_attr(feature = "tokio", doc = include_str!("../docs/GUARANTEES.md"))]
 #![cfg_attr(
-    not(feature = "tokio"),
+    not(any(feature = "tokio", feature = "thread")),
     doc = "A hashed wheel timer: this build (without the default feature `tokio`)
 is the wheel alone, [`wheel::Wheel`], with no clock, no runtime and no lock,
 for your own event loop (mio or io_uring loops, game and simulation loops,
 embedded schedulers), on `slab` alone. See [`wheel`] for how to drive it.
 
 The default feature `tokio` adds the timer that runs on tokio: a shared
-timer handle, a keyed delay queue and a drop-in for `tokio::time`."
+timer handle, a keyed delay queue and a drop-in for `tokio::time`. The
+feature `thread` adds the timer on a driver thread of its own, for any
+executor."
+)]
+#![cfg_attr(
+    all(feature = "thread", not(feature = "tokio")),
+    doc = "A hashed wheel timer on a thread of its own, for any executor or none:
+this build (the feature `thread`, without the default `tokio`) has no tokio
+in it.
+
+[`Timer`] is a cheap, cloneable handle to a set of wheels that a driver
+thread turns, Netty's worker thread done our way: it sleeps until the next
+tick with work (none while idle), wakes what expired outside every lock, and
+ends when the timer is stopped or its last handle is gone. [`Timeout`],
+[`WithTimeout`], [`Interval`] and [`Timer::schedule`] work from any
+executor (`futures`' executors, smol, plain threads with `block_on`).
+[`Delay`] is futures-timer's `Delay` on a process-wide timer with a 50 µs
+tick. The clock is std's `Instant`; ticks go down to 10 µs.
+
+```
+use std::time::Duration;
+
+let timer = hashwheel::Timer::new(); // its own thread: no runtime needed
+futures::executor::block_on(async {
+    timer.sleep(Duration::from_millis(1)).await;
+    let slow = timer.timeout(Duration::from_millis(1), std::future::pending::<()>());
+    assert!(slow.await.is_err());
+    hashwheel::Delay::new(Duration::from_micros(200)).await;
+});
+```
+
+The default feature `tokio` adds the timer that runs inside tokio's own
+timer processing, a keyed delay queue and a drop-in for `tokio::time`; the
+wheel alone is [`wheel::Wheel`]."
+)]
+// The items' docs are written for the whole crate (docs.rs documents it
+// with every feature), and link tokio's items where they compare with them:
+// a build without tokio lacks those targets.
+#![cfg_attr(
+    not(feature = "tokio"),
+    allow(rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)
 )]
 #![forbid(unsafe_code)]
 #![warn(
