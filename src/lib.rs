@@ -47,10 +47,10 @@ timer processing, a keyed delay queue and a drop-in for `tokio::time`; the
 wheel alone is [`wheel::Wheel`]."
 )]
 // The items' docs are written for the whole crate (docs.rs documents it
-// with every feature), and link tokio's items where they compare with them:
-// a build without tokio lacks those targets.
+// with every feature): they link tokio's items and the thread driver's, and
+// a build without one of the two features lacks those targets.
 #![cfg_attr(
-    not(feature = "tokio"),
+    not(all(feature = "tokio", feature = "thread")),
     allow(rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)
 )]
 #![forbid(unsafe_code)]

@@ -107,7 +107,7 @@ pub struct Timer {
 /// hashwheel::Timer::builder().tick(std::time::Duration::from_millis(10));
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Builder {
     tick: Duration,
     wheel_size: usize,
@@ -146,7 +146,13 @@ impl Timer {
     /// Outside a tokio runtime, or on a runtime without a time driver (built
     /// without `enable_time()` or `enable_all()`), with the message of the
     /// error [`Builder::build`] returns. Use [`Timer::builder`] with
-    /// [`Builder::handle`] to pick a runtime instead.
+    /// [`Builder::handle`] to pick a runtime instead, or with
+    /// [`Builder::driver_thread`] for a timer with a thread of its own.
+    ///
+    /// Without the feature `tokio` (the feature `thread` alone) every timer
+    /// is thread-driven: `new` starts the timer's driver thread (see
+    /// [`Builder::driver_thread`]), and panics only if the OS refuses it a
+    /// thread (or, on Linux, a timerfd).
     ///
     /// # Examples
     ///
@@ -858,6 +864,43 @@ fn unwrap<T>(res: Result<T, Error>) -> T {
     }
 }
 
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Builder");
+        d.field("tick", &self.tick)
+            .field("wheel_size", &self.wheel_size)
+            .field("max_pending", &self.max_pending)
+            .field("shards", &self.shards);
+        #[cfg(feature = "tokio")]
+        d.field("handle", &self.handle);
+        d.field("task_executor", &self.executor());
+        #[cfg(feature = "thread")]
+        d.field("driver_thread", &self.is_thread());
+        d.finish()
+    }
+}
+
+impl Builder {
+    /// Whether the timer will be thread-driven.
+    fn is_thread(&self) -> bool {
+        #[cfg(all(feature = "thread", feature = "tokio"))]
+        return self.thread;
+        #[cfg(not(feature = "tokio"))]
+        return true;
+        #[cfg(not(feature = "thread"))]
+        return false;
+    }
+
+    /// The executor chosen, or the driver's default.
+    fn executor(&self) -> TaskExecutor {
+        match &self.task_executor {
+            Some(executor) => executor.clone(),
+            None if self.is_thread() => TaskExecutor::driver(),
+            None => TaskExecutor::default(),
+        }
+    }
+}
+
 impl Default for Builder {
     fn default() -> Builder {
         Builder::new()
@@ -903,8 +946,11 @@ impl Builder {
     /// soonest. A coarser tick batches: the driver turns at most once
     /// per tick, on multiples of the tick since the timer was built, so a
     /// timeout fires at the first of them at or after its deadline (at most
-    /// one tick late), and far fewer wake-ups serve many timeouts. Ticks
-    /// under 1 ms are raised to 1 ms with a `tracing` warning; zero is an
+    /// one tick late), and far fewer wake-ups serve many timeouts. On a
+    /// runtime ticks under 1 ms are raised to 1 ms (the runtime timer's
+    /// resolution) with a `tracing` warning; a thread-driven timer
+    /// ([`Builder::driver_thread`]) takes ticks from 10 µs, for
+    /// sub-millisecond timers, and raises shorter ones to 10 µs. Zero is an
     /// error.
     ///
     /// # Examples
@@ -1110,20 +1156,24 @@ impl Builder {
         if self.tick.is_zero() {
             return Err(Error::invalid_config("tick must be non-zero, got 0ns"));
         }
-        #[cfg(all(feature = "thread", feature = "tokio"))]
-        let thread = self.thread;
-        #[cfg(not(feature = "tokio"))]
-        let thread = true;
+        #[cfg(feature = "thread")]
+        let thread = self.is_thread();
         #[cfg(feature = "thread")]
         let min_tick = if thread { MIN_THREAD_TICK } else { MIN_TICK };
         #[cfg(not(feature = "thread"))]
         let min_tick = MIN_TICK;
         let tick = if self.tick < min_tick {
-            tracing::warn!(
-                requested = ?self.tick,
-                minimum = ?min_tick,
-                "hashwheel: tick raised to the minimum"
-            );
+            if min_tick == MIN_TICK {
+                tracing::warn!(
+                    requested = ?self.tick,
+                    "hashwheel: tick raised to the minimum of 1ms"
+                );
+            } else {
+                tracing::warn!(
+                    requested = ?self.tick,
+                    "hashwheel: tick raised to the minimum of 10µs"
+                );
+            }
             min_tick
         } else {
             self.tick
@@ -1175,6 +1225,7 @@ impl Builder {
         ring: usize,
         shards: usize,
     ) -> Result<Timer, Error> {
+        let executor = self.executor();
         let handle = match self.handle {
             Some(handle) => handle,
             None => Handle::try_current().map_err(|_| {
@@ -1197,7 +1248,7 @@ impl Builder {
             self.max_pending,
             Drive::Runtime,
         );
-        driver::start(&handle, &shared, self.task_executor.unwrap_or_default());
+        driver::start(&handle, &shared, executor);
         Ok(Timer { shared })
     }
 
@@ -1211,7 +1262,7 @@ impl Builder {
         ring: usize,
         shards: usize,
     ) -> Result<Timer, Error> {
-        let executor = self.task_executor.unwrap_or_else(TaskExecutor::driver);
+        let executor = self.executor();
         #[cfg(feature = "tokio")]
         let runner = {
             let handle = self.handle.or_else(|| Handle::try_current().ok());
