@@ -71,6 +71,7 @@ mod idle;
 mod ops;
 mod queue;
 mod report;
+mod thread;
 mod w9;
 
 use config::{arg, Config};
@@ -152,6 +153,21 @@ fn main() {
     if cfg.runs("Q4") {
         rows.extend(queue::q4(&cfg));
         eprintln!("Q4 done ({:.1?})", t0.elapsed());
+    }
+
+    // The thread driver's workloads print tables of their own (W6T, W10T,
+    // W12: more contenders than the columns below).
+    if cfg.runs("W6T") {
+        thread::w6_thread(&cfg);
+        eprintln!("W6T done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W10T") {
+        thread::w10_thread(&cfg);
+        eprintln!("W10T done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W12") {
+        thread::w12(&cfg);
+        eprintln!("W12 done ({:.1?})", t0.elapsed());
     }
 
     println!();
