@@ -168,15 +168,26 @@ pub fn w12(cfg: &Config) {
     let fmt = |(p50, p99, max, min): (f64, f64, f64, f64)| {
         format!("{p50:.0} / {p99:.0} / {max:.0}, min {min:.1}")
     };
+    let mut curves = Vec::new();
     for how in Sleeper::ALL {
         let ct = summary(light(how, n, false));
-        let w2 = summary(light(how, n, true));
-        println!("| {} | {} | {} |", how.name(), fmt(ct), fmt(w2));
+        let w2 = light(how, n, true);
+        curves.push((how.name(), w2.clone()));
+        println!("| {} | {} | {} |", how.name(), fmt(ct), fmt(summary(w2)));
     }
+    let floor = light_std(n);
+    curves.push(("`std::thread::sleep` (plain thread)", floor.clone()));
     println!(
         "| `std::thread::sleep` (plain thread) | {} | |",
-        fmt(summary(light_std(n)))
+        fmt(summary(floor))
     );
+    if let Some(dir) = &cfg.charts {
+        let path = dir.join("w12.svg");
+        match draw_w12(&path, n, &mut curves) {
+            Ok(()) => eprintln!("charts: wrote {}", path.display()),
+            Err(e) => eprintln!("charts: cannot write {}: {e}", path.display()),
+        }
+    }
     println!();
     println!("W12 busy (1,000 tasks looping such sleeps for {secs} s, 2 workers)");
     println!("| contender | p50 / p99 / max µs, min | CPU ns per sleep |");
@@ -330,4 +341,73 @@ pub fn w10_thread(cfg: &Config) {
             best[2] / best[1]
         );
     }
+}
+
+/// The W12 light chart: each contender's lateness by percentile (2
+/// workers), on a log scale: the distributions side by side.
+fn draw_w12(
+    path: &std::path::Path,
+    n: usize,
+    curves: &mut [(&'static str, Vec<i64>)],
+) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    const COLORS: [RGBColor; 7] = [
+        RGBColor(230, 120, 20),
+        RGBColor(150, 150, 150),
+        RGBColor(31, 119, 180),
+        RGBColor(20, 60, 140),
+        RGBColor(200, 40, 40),
+        RGBColor(70, 150, 70),
+        RGBColor(40, 40, 40),
+    ];
+    let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "W12 light: lateness of {n} sleeps of 50–2,000 µs, 2 workers (lower is better)"
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..100f64, (1f64..10_000f64).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("percentile")
+        .y_desc("lateness, µs (log)")
+        .draw()?;
+    for (i, (name, late)) in curves.iter_mut().enumerate() {
+        late.sort_unstable();
+        let color = COLORS[i % COLORS.len()];
+        let points: Vec<(f64, f64)> = late
+            .iter()
+            .enumerate()
+            .map(|(k, &ns)| {
+                let p = 100.0 * k as f64 / (late.len() - 1).max(1) as f64;
+                (p, (ns as f64 / 1e3).max(1.0))
+            })
+            .collect();
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                points,
+                color.stroke_width(2),
+            )))?
+            .label(name.trim_matches('`').replace('`', ""))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
