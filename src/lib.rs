@@ -33,7 +33,10 @@ tick. The clock is std's `Instant`; ticks go down to 10 µs.
 ```
 use std::time::Duration;
 
-let timer = hashwheel::Timer::new(); // its own thread: no runtime needed
+// Its own thread: no runtime needed. (Say `driver_thread()` rather than
+// `Timer::new()`: with tokio turned on by another crate, `new` would use the
+// current runtime instead.)
+let timer = hashwheel::Timer::builder().driver_thread().build().unwrap();
 futures::executor::block_on(async {
     timer.sleep(Duration::from_millis(1)).await;
     let slow = timer.timeout(Duration::from_millis(1), std::future::pending::<()>());

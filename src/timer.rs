@@ -44,7 +44,8 @@ const MIN_RING: usize = 64;
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
-/// inside the runtime's own timer processing.
+/// inside the runtime's own timer processing, or on a thread of its own
+/// ([`Builder::driver_thread`], feature `thread`).
 ///
 /// Where tokio's timer is implicit (the runtime's time driver, reached by
 /// the free functions of [`tokio::time`]), hashwheel's is a value: its
@@ -1099,6 +1100,12 @@ impl Builder {
     /// timer slack; elsewhere on `std`'s condition variable. A finer tick
     /// costs more wake-ups only when deadlines are that close together: the
     /// thread turns at most once per tick, and only on ticks with work.
+    ///
+    /// A library meant for any executor should call `driver_thread()`
+    /// rather than rely on the thread-only build's default: when another
+    /// crate in the same program turns the feature `tokio` on, a plain
+    /// [`build`](Builder::build) (and [`Timer::new`]) drives the timer on
+    /// the current tokio runtime instead, and fails outside one.
     ///
     /// Callbacks of [`Timer::schedule`] run on the driver's thread by
     /// default ([`TaskExecutor::driver`], as Netty's): a callback that
