@@ -23,12 +23,13 @@
 //!   deadline or while it waits, and then notifies it.
 //!
 //! Modelled, with a broken variant that loses the wake-up, in
-//! `tests/shuttle_thread.rs`.
+//! `tests/shuttle_thread.rs`. `--cfg hashwheel_condvar` picks the Condvar
+//! on Linux too, so that CI runs the other platforms' path.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
 use std::sync::Condvar;
 
 /// The state under the lock.
@@ -46,9 +47,9 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Sleeper {
     state: Mutex<State>,
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
     fd: rustix::fd::OwnedFd,
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
     cond: Condvar,
 }
 
@@ -74,12 +75,12 @@ impl Sleeper {
                 at: Instant::now(),
                 shut: false,
             }),
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
             fd: rustix::time::timerfd_create(
                 rustix::time::TimerfdClockId::Monotonic,
                 rustix::time::TimerfdFlags::CLOEXEC,
             )?,
-            #[cfg(not(target_os = "linux"))]
+            #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
             cond: Condvar::new(),
         })
     }
@@ -102,9 +103,9 @@ impl Sleeper {
         }
         state.armed = tick;
         state.at = at;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
         self.set_fd(if tick == u64::MAX { None } else { Some(at) });
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
         if !force {
             self.cond.notify_one();
         }
@@ -123,15 +124,15 @@ impl Sleeper {
     pub(crate) fn shut(&self) {
         let mut state = self.lock();
         state.shut = true;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
         self.set_fd(Some(state.at.min(Instant::now())));
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
         self.cond.notify_one();
     }
 
     /// Sleeps until the armed time, or until shut.
     pub(crate) fn wait(&self) -> Woke {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
         {
             if self.lock().shut {
                 return Woke::Shut;
@@ -156,7 +157,7 @@ impl Sleeper {
                 Woke::Due
             }
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
         {
             let mut state = self.lock();
             loop {
@@ -187,7 +188,7 @@ impl Sleeper {
     /// Sets the timerfd to ring at `at` (at once if it has passed), or
     /// disarms it (`None`); under the lock. A set also clears an expiry not
     /// yet read.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
     fn set_fd(&self, at: Option<Instant>) {
         use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
         let value = match at {
