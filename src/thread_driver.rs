@@ -126,6 +126,8 @@ fn turn_once(
     runner: &TaskRunner,
     batch: &mut Vec<Fired>,
 ) -> (u64, u64) {
+    #[cfg(all(test, feature = "tokio"))]
+    crate::hooks::in_turn(common);
     let now = common.now_tick();
     let armed = sleeper.take_armed();
     common.planned.store(u64::MAX, Ordering::SeqCst);

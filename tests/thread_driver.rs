@@ -350,3 +350,35 @@ fn timer_and_futures_are_send_sync_unpin() {
     assert_send_sync::<hashwheel::Timeout>();
     assert_send_sync::<hashwheel::Interval>();
 }
+
+/// With tokio on too: `TaskExecutor::spawn` on a thread-driven timer needs
+/// a runtime to spawn on (the current one at build, or `Builder::handle`),
+/// and is an error without one.
+#[cfg(feature = "tokio")]
+#[test]
+fn spawned_callbacks_on_a_thread_driven_timer_need_a_runtime() {
+    let err = Timer::builder()
+        .driver_thread()
+        .task_executor(TaskExecutor::spawn())
+        .build()
+        .unwrap_err();
+    assert!(err.is_invalid_config());
+    assert!(err.to_string().contains("needs a tokio runtime"), "{err}");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("spawned-here")
+        .build()
+        .unwrap();
+    let timer = Timer::builder()
+        .driver_thread()
+        .handle(rt.handle().clone())
+        .task_executor(TaskExecutor::spawn())
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    timer.schedule(ms(2), move || {
+        tx.send(thread::current().name().map(String::from)).unwrap();
+    });
+    let name = rx.recv_timeout(SOON).unwrap();
+    assert_eq!(name.as_deref(), Some("spawned-here"), "ran on the runtime");
+}
