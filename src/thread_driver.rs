@@ -40,7 +40,7 @@
 //! sleeper and weak references once it is past its last turn.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use crate::executor::TaskRunner;
@@ -51,6 +51,13 @@ use crate::wheel::raw::NEVER;
 
 /// The name of the driver's thread.
 pub(crate) const THREAD_NAME: &str = "hashwheel-timer";
+
+/// Driver threads running in the process, and Netty's warning past
+/// [`TOO_MANY`] of them (a thread-driven `Timer` per connection or request
+/// is a thread each).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static WARNED: AtomicBool = AtomicBool::new(false);
+const TOO_MANY: usize = 64;
 
 /// Starts the driver thread of `shared`, sleeping on `sleeper` (the one in
 /// its `Common`); due callbacks go to `runner`.
@@ -66,9 +73,25 @@ pub(crate) fn start(
     let (common, shards) = shared.driver_parts();
     let weak = Arc::downgrade(&common);
     drop(common);
-    std::thread::Builder::new()
+    let live = LIVE.fetch_add(1, Ordering::Relaxed) + 1;
+    let spawned = std::thread::Builder::new()
         .name(THREAD_NAME.into())
-        .spawn(move || run(&weak, &shards, &sleeper, &runner))?;
+        .spawn(move || {
+            run(&weak, &shards, &sleeper, &runner);
+            LIVE.fetch_sub(1, Ordering::Relaxed);
+        });
+    if let Err(err) = spawned {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        return Err(err);
+    }
+    if live > TOO_MANY && !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            live,
+            "hashwheel: too many thread-driven Timers: each has a thread of its \
+             own. Build one and share clones of it, which are cheap, rather than \
+             one per connection or request. Warned once per process."
+        );
+    }
     tracing::debug!(
         shards = shared.shards.len(),
         "hashwheel: driver thread started"
