@@ -44,26 +44,15 @@ use crate::error::StopReason;
 use crate::executor::{TaskExecutor, TaskRunner};
 use crate::live::LiveTimer;
 use crate::shard::{
-    far_future, lock, panic_message, rung_while_arming, stop, wake, Alarm, Beat, Common, Shard,
-    Shared, TaskInner, AGAIN, IDLE, TURNING,
+    far_future, lock, panic_message, rung_while_arming, stop, Alarm, Common, Shard, Shared, AGAIN,
+    IDLE, TURNING,
 };
-use crate::wheel::raw::Popped;
+use crate::turn::{self, Fired, BATCH};
 
-/// Expired entries taken out under one lock, at most: bounds the time a
-/// shard's lock is held, as tokio's `WakeList` does.
-const BATCH: usize = 32;
 
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
 const LAG_WARN: Duration = Duration::from_millis(100);
-
-/// What an expired entry leaves to do once the lock is released.
-enum Fired {
-    Waker(Waker),
-    Task(Arc<TaskInner>),
-    /// An interval's tick: its entry is re-armed already.
-    Beat(Arc<Beat>),
-}
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
 /// its guard task. Due callbacks go to `executor`. The runtime must have a
@@ -72,8 +61,9 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
     let sleep = {
         let _entered = handle.enter();
-        Box::pin(tokio::time::sleep_until(far_future(
-            tokio::time::Instant::now(),
+        let never = far_future(tokio::time::Instant::now().into_std());
+        Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
+            never,
         )))
     };
     let driver = Arc::new(Driver {
@@ -183,27 +173,9 @@ impl Driver {
         }
     }
 
-    /// A turn panicked: completes what it had taken out of the wheels, then
-    /// stops the timer, which completes everything still pending with the
-    /// reason [`StopReason::DriverPanicked`].
+    /// A turn panicked: see [`turn::contain_panic`].
     fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
-        tracing::error!(
-            panic = panic_message(panic),
-            "hashwheel: the timer's driver panicked; stopping the timer"
-        );
-        // Taken out under a lock and not yet woken or run: nobody else will.
-        let spawned = deliver(batch, &self.runner);
-        self.runner.turned(spawned);
-        let stopped = catch_unwind(AssertUnwindSafe(|| {
-            stop(
-                common,
-                self.shards.iter().filter_map(Weak::upgrade),
-                StopReason::DriverPanicked,
-            );
-        }));
-        if stopped.is_err() {
-            tracing::error!("hashwheel: stopping the timer after a driver panic panicked too");
-        }
+        turn::contain_panic(common, &self.shards, &self.runner, batch, panic);
         common.turn_state.store(IDLE, Ordering::SeqCst);
     }
 
@@ -231,7 +203,7 @@ impl Driver {
                 tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
             }
         }
-        let (next, expired) = turn(common, &self.shards, &self.runner, now, batch);
+        let (next, expired) = turn::turn(common, &self.shards, &self.runner, now, batch);
         let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
         tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
         // The alarm rings at the next deadline itself, under load too: the
@@ -247,102 +219,9 @@ impl Driver {
         // unparks its driver: see BENCHMARKS.md). A tick over 1 ms is the
         // knob that trades lateness for fewer turns.
         common.arm(target, true);
-        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        common.longest_turn_ns.fetch_max(took, Ordering::Relaxed);
+        common.note_turn(started);
         target
     }
-}
-
-/// Expires everything due at or before `now` on every live shard, in
-/// batches, waking (and handing callbacks to `runner`) outside the lock.
-/// Returns the earliest tick with work left.
-fn turn(
-    common: &Common,
-    shards: &[Weak<Shard>],
-    runner: &TaskRunner,
-    now: u64,
-    batch: &mut Vec<Fired>,
-) -> (u64, usize) {
-    let mut next = u64::MAX;
-    let mut total = 0;
-    let mut spawned = 0;
-    for (index, shard) in shards.iter().enumerate() {
-        let Some(shard) = shard.upgrade() else {
-            continue;
-        };
-        loop {
-            let mut expired = 0;
-            let mut rearmed = 0;
-            let mut tasks = 0;
-            let shard_next = {
-                let mut guard = shard.lock();
-                let state = &mut *guard;
-                let deadlines = &shard.deadlines;
-                while expired + rearmed < BATCH {
-                    // A timeout whose deadline was extended without the
-                    // lock goes back into the wheel at its new deadline,
-                    // unwoken; an interval's entry is re-armed for its next
-                    // tick and its task woken.
-                    let beats = &state.beats;
-                    let due = |key, filed| {
-                        deadlines.due(key, filed, beats, |beat| batch.push(Fired::Beat(beat)))
-                    };
-                    let entry = match state.wheel.pop_expired_checked(now, due) {
-                        None => break,
-                        Some(Popped::Rearmed) => {
-                            rearmed += 1;
-                            continue;
-                        }
-                        Some(Popped::Expired(entry)) => entry,
-                    };
-                    expired += 1;
-                    if entry.detached {
-                        if let Some(task) = state.tasks.remove(entry.key) {
-                            task.mark_expired();
-                            tasks += 1;
-                            batch.push(Fired::Task(task));
-                        }
-                    } else if let Some(waker) = entry.value {
-                        batch.push(Fired::Waker(waker));
-                    }
-                }
-                // A re-armed interval fired a tick and stays pending.
-                state.counts.fired += (expired + rearmed) as u64;
-                shard.release_locked(state, expired);
-                (expired + rearmed < BATCH).then(|| state.wheel.next_expiration())
-            };
-            common.tasks_done(tasks);
-            total += expired + rearmed;
-            if expired > 0 {
-                tracing::trace!(shard = index, expired, "hashwheel: expired");
-            }
-            spawned += deliver(batch, runner);
-            if let Some(shard_next) = shard_next {
-                next = next.min(shard_next.unwrap_or(u64::MAX));
-                break;
-            }
-        }
-    }
-    runner.turned(spawned);
-    (next, total)
-}
-
-/// Wakes what `batch` holds and hands its callbacks to `runner`, outside
-/// any lock; returns how many callbacks were spawned.
-fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner) -> usize {
-    let mut spawned = 0;
-    for fired in batch.drain(..) {
-        match fired {
-            Fired::Waker(waker) => wake(waker),
-            Fired::Task(task) => spawned += usize::from(runner.run(&task)),
-            Fired::Beat(beat) => {
-                if let Some(waker) = beat.waker.take() {
-                    wake(waker);
-                }
-            }
-        }
-    }
-    spawned
 }
 
 /// Stops the timer when dropped, unless it already ended.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+#[cfg(feature = "tokio")]
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use crate::shard::{panic_message, TaskInner};
@@ -30,6 +31,16 @@ type Custom = dyn Fn(Callback) + Send + Sync + 'static;
 /// | [`spawn`](TaskExecutor::spawn) (the default) | a new task on the runtime that runs the timer's driver | one task spawn per callback | its own worker only (on a multi-thread runtime); the others go on |
 /// | [`driver`](TaskExecutor::driver) | right there, inline | nothing added | every timeout of the timer due after it, and the runtime's own timers processed after it |
 /// | [`custom`](TaskExecutor::custom) | wherever your executor puts it (`spawn_blocking`, a thread pool, a channel) | what your executor costs | what your executor lets it delay |
+///
+/// On a timer driven by its own thread
+/// ([`Builder::driver_thread`](crate::Builder::driver_thread), or feature
+/// `thread` without `tokio`) the default is [`driver`](TaskExecutor::driver),
+/// as Netty's: the callback runs on the timer's thread, and **a callback
+/// that blocks delays every timeout of the timer** until it returns. Give
+/// such a timer [`custom`](TaskExecutor::custom) for callbacks that may
+/// block (a thread pool, a channel to a worker); [`spawn`](TaskExecutor::spawn)
+/// there spawns on the runtime the timer was built in (or
+/// [`Builder::handle`](crate::Builder::handle)'s).
 ///
 /// Pick [`driver`](TaskExecutor::driver) for callbacks that only flip a
 /// flag, notify or send on a channel: it saves a spawn per callback. Keep
@@ -71,8 +82,10 @@ pub struct TaskExecutor {
 
 #[derive(Clone, Default)]
 enum Kind {
-    #[default]
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(feature = "tokio", default)]
     Spawn,
+    #[cfg_attr(not(feature = "tokio"), default)]
     Driver,
     Custom(Arc<Custom>),
 }
@@ -108,6 +121,8 @@ impl TaskExecutor {
     /// rx.await.unwrap();
     /// # }
     /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     #[must_use]
     pub fn spawn() -> TaskExecutor {
         TaskExecutor { kind: Kind::Spawn }
@@ -191,17 +206,39 @@ impl TaskExecutor {
     }
 
     /// Binds the choice to the runtime of the driver.
+    #[cfg(feature = "tokio")]
     pub(crate) fn bind(self, handle: Handle) -> TaskRunner {
         TaskRunner {
             executor: self,
+            handle: Some(handle),
+        }
+    }
+
+    /// Binds the choice to a thread driver: a [`spawn`](TaskExecutor::spawn)
+    /// needs `handle`, a runtime to spawn on.
+    #[cfg(feature = "thread")]
+    pub(crate) fn bind_thread(
+        self,
+        #[cfg(feature = "tokio")] handle: Option<Handle>,
+    ) -> TaskRunner {
+        TaskRunner {
+            executor: self,
+            #[cfg(feature = "tokio")]
             handle,
         }
+    }
+
+    /// Whether this is [`spawn`](TaskExecutor::spawn), which needs a runtime.
+    #[cfg(all(feature = "thread", feature = "tokio"))]
+    pub(crate) fn is_spawn(&self) -> bool {
+        matches!(self.kind, Kind::Spawn)
     }
 }
 
 impl fmt::Debug for TaskExecutor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match self.kind {
+            #[cfg(feature = "tokio")]
             Kind::Spawn => "spawn",
             Kind::Driver => "driver",
             Kind::Custom(_) => "custom",
@@ -216,7 +253,10 @@ impl fmt::Debug for TaskExecutor {
 /// driver hands each due callback to.
 pub(crate) struct TaskRunner {
     executor: TaskExecutor,
-    handle: Handle,
+    /// `None` on a thread driver without a runtime (which never has
+    /// [`TaskExecutor::spawn`]: its builder refuses it).
+    #[cfg(feature = "tokio")]
+    handle: Option<Handle>,
 }
 
 impl TaskRunner {
@@ -230,9 +270,13 @@ impl TaskRunner {
         };
         match &self.executor.kind {
             Kind::Driver => run_caught(callback),
+            #[cfg(feature = "tokio")]
             Kind::Spawn => {
-                drop(self.handle.spawn(async move { run_caught(callback) }));
-                return true;
+                if let Some(handle) = &self.handle {
+                    drop(handle.spawn(async move { run_caught(callback) }));
+                    return true;
+                }
+                run_caught(callback);
             }
             Kind::Custom(executor) => {
                 let callback: Callback = Box::new(move || run_caught(callback));
@@ -259,9 +303,14 @@ impl TaskRunner {
     /// this one runs the callback; so a turn that spawned one callback
     /// spawns an empty task beside it.
     pub(crate) fn turned(&self, spawned: usize) {
-        if spawned == 1 && self.handle.runtime_flavor() != RuntimeFlavor::CurrentThread {
-            drop(self.handle.spawn(async {}));
+        #[cfg(feature = "tokio")]
+        if let Some(handle) = &self.handle {
+            if spawned == 1 && handle.runtime_flavor() != RuntimeFlavor::CurrentThread {
+                drop(handle.spawn(async {}));
+            }
         }
+        #[cfg(not(feature = "tokio"))]
+        let _ = spawned;
     }
 }
 

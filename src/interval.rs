@@ -6,10 +6,9 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_core::Stream;
-use tokio::time::Instant;
 
 use crate::error::{Error, StopReason};
 use crate::shard::{far_future, Beat, STALLED, UNTAKEN};
@@ -276,7 +275,7 @@ impl Interval {
         if !self.timeout.is_registered() {
             // The first poll, or the first since a reset before it: a tick
             // whose instant has passed completes at once.
-            if Instant::now() >= self.next {
+            if self.timeout.now() >= self.next {
                 return Poll::Ready(Some(self.take(false)));
             }
             if !self.timeout.register_beat(&self.beat) {
@@ -304,7 +303,7 @@ impl Interval {
         let due = self.next;
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
-        let now = Instant::now();
+        let now = self.timeout.now();
         let on_time = add(due, self.period);
         let next = if now > add(due, self.tolerance) {
             tracing::trace!(
@@ -377,11 +376,11 @@ impl Interval {
     /// tokio::time::sleep(Duration::from_secs(3)).await;
     /// interval.reset();
     /// let now = Instant::now();
-    /// assert_eq!(interval.tick().await, now + Duration::from_secs(10));
+    /// assert_eq!(interval.tick().await, (now + Duration::from_secs(10)).into_std());
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_at(add(Instant::now(), self.period));
+        self.reset_at(add(self.timeout.now(), self.period));
     }
 
     /// Restarts the schedule with a tick due now: the next
@@ -400,11 +399,11 @@ impl Interval {
     /// interval.tick().await;
     /// interval.reset_immediately();
     /// let now = Instant::now();
-    /// assert_eq!(interval.tick().await, now);
+    /// assert_eq!(interval.tick().await, now.into_std());
     /// # }
     /// ```
     pub fn reset_immediately(&mut self) {
-        self.reset_at(Instant::now());
+        self.reset_at(self.timeout.now());
     }
 
     /// Restarts the schedule with the next tick `after` from now.
@@ -422,12 +421,12 @@ impl Interval {
     /// interval.tick().await;
     /// interval.reset_after(Duration::from_secs(1));
     /// let now = Instant::now();
-    /// assert_eq!(interval.tick().await, now + Duration::from_secs(1));
-    /// assert_eq!(interval.tick().await, now + Duration::from_secs(11));
+    /// assert_eq!(interval.tick().await, (now + Duration::from_secs(1)).into_std());
+    /// assert_eq!(interval.tick().await, (now + Duration::from_secs(11)).into_std());
     /// # }
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
-        self.reset_at(add(Instant::now(), after));
+        self.reset_at(add(self.timeout.now(), after));
     }
 
     /// Restarts the schedule with the next tick at `deadline`, in O(1).
@@ -444,12 +443,14 @@ impl Interval {
     /// let mut interval = timer.interval(Duration::from_secs(10));
     /// let at = Instant::now() + Duration::from_millis(1500);
     /// interval.reset_at(at);
-    /// assert_eq!(interval.tick().await, at);
+    /// assert_eq!(interval.tick().await, at.into_std());
     /// # }
     /// ```
-    pub fn reset_at(&mut self, deadline: Instant) {
+    pub fn reset_at(&mut self, deadline: impl Into<Instant>) {
+        let deadline = deadline.into();
         self.next = deadline;
-        self.rearm(deadline, Instant::now());
+        let now = self.timeout.now();
+        self.rearm(deadline, now);
     }
 
     /// The period between ticks.

@@ -4,14 +4,57 @@
 #![cfg_attr(feature = "tokio", doc = include_str!("../docs/CRATE.md"))]
 #![cfg_attr(feature = "tokio", doc = include_str!("../docs/GUARANTEES.md"))]
 #![cfg_attr(
-    not(feature = "tokio"),
+    not(any(feature = "tokio", feature = "thread")),
     doc = "A hashed wheel timer: this build (without the default feature `tokio`)
 is the wheel alone, [`wheel::Wheel`], with no clock, no runtime and no lock,
 for your own event loop (mio or io_uring loops, game and simulation loops,
 embedded schedulers), with no dependency. See [`wheel`] for how to drive it.
 
 The default feature `tokio` adds the timer that runs on tokio: a shared
-timer handle, a keyed delay queue and a drop-in for `tokio::time`."
+timer handle, a keyed delay queue and a drop-in for `tokio::time`. The
+feature `thread` adds the timer on a driver thread of its own, for any
+executor."
+)]
+#![cfg_attr(
+    all(feature = "thread", not(feature = "tokio")),
+    doc = "A hashed wheel timer on a thread of its own, for any executor or none:
+this build (the feature `thread`, without the default `tokio`) has no tokio
+in it.
+
+[`Timer`] is a cheap, cloneable handle to a set of wheels that a driver
+thread turns, Netty's worker thread done our way: it sleeps until the next
+tick with work (none while idle), wakes what expired outside every lock, and
+ends when the timer is stopped or its last handle is gone. [`Timeout`],
+[`WithTimeout`], [`Interval`] and [`Timer::schedule`] work from any
+executor (`futures`' executors, smol, plain threads with `block_on`).
+[`Delay`] is futures-timer's `Delay` on a process-wide timer with a 50 µs
+tick. The clock is std's `Instant`; ticks go down to 10 µs.
+
+```
+use std::time::Duration;
+
+// Its own thread: no runtime needed. (Say `driver_thread()` rather than
+// `Timer::new()`: with tokio turned on by another crate, `new` would use the
+// current runtime instead.)
+let timer = hashwheel::Timer::builder().driver_thread().build().unwrap();
+futures::executor::block_on(async {
+    timer.sleep(Duration::from_millis(1)).await;
+    let slow = timer.timeout(Duration::from_millis(1), std::future::pending::<()>());
+    assert!(slow.await.is_err());
+    hashwheel::Delay::new(Duration::from_micros(200)).await;
+});
+```
+
+The default feature `tokio` adds the timer that runs inside tokio's own
+timer processing, a keyed delay queue and a drop-in for `tokio::time`; the
+wheel alone is [`wheel::Wheel`]."
+)]
+// The items' docs are written for the whole crate (docs.rs documents it
+// with every feature): they link tokio's items and the thread driver's, and
+// a build without one of the two features lacks those targets.
+#![cfg_attr(
+    not(all(feature = "tokio", feature = "thread")),
+    allow(rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)
 )]
 #![forbid(unsafe_code)]
 #![warn(
@@ -22,60 +65,71 @@ timer handle, a keyed delay queue and a drop-in for `tokio::time`."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "tokio")]
+#[cfg(feature = "thread")]
+mod delay;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod deadlines;
 #[cfg(feature = "tokio")]
 pub mod delay_queue;
 #[cfg(feature = "tokio")]
 mod driver;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod error;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod executor;
 #[cfg(all(test, feature = "tokio"))]
 mod hooks;
 #[cfg(feature = "hyper")]
 mod hyper;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod interval;
 #[cfg(feature = "tokio")]
 mod live;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod shard;
-#[cfg(feature = "tokio")]
+#[cfg(feature = "thread")]
+mod sleeper;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod stats;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod task;
-#[cfg(feature = "tokio")]
+#[cfg(feature = "thread")]
+mod thread_driver;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod ticks;
 #[cfg(feature = "tokio")]
 pub mod time;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod timeout;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+#[cfg(any(feature = "tokio", feature = "thread"))]
+mod turn;
 pub mod wheel;
 
+#[cfg(feature = "thread")]
+#[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
+pub use delay::Delay;
 #[cfg(feature = "tokio")]
 pub use delay_queue::DelayQueue;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use error::{Elapsed, Error};
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use executor::TaskExecutor;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use interval::{Interval, MissedTickBehavior};
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use stats::Stats;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use task::TaskHandle;
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use timeout::{Timeout, WithTimeout};
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "thread"))]
 pub use timer::{Builder, Timer};
 
 #[cfg(feature = "tokio")]

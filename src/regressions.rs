@@ -154,3 +154,44 @@ fn a_panic_in_a_turn_stops_the_timer_and_completes_every_timeout() {
         assert_eq!(fresh.stats().fired, 1);
     });
 }
+
+/// The thread driver contains a panic in its turn as the tokio driver does:
+/// the timer stops with the reason, every pending timeout completes, and
+/// the thread ends.
+#[cfg(feature = "thread")]
+#[test]
+fn a_panic_in_a_thread_drivers_turn_stops_the_timer_and_completes_every_timeout() {
+    use futures_util::FutureExt;
+
+    let timer = Timer::builder().driver_thread().build().unwrap();
+    let mut far = timer.timeout(Duration::from_secs(3600), std::future::pending::<()>());
+    assert!((&mut far).now_or_never().is_none());
+    let task = timer.schedule(Duration::from_secs(3600), || {});
+    hooks::panic_in_turns(&timer.shared.common, true);
+    let mut near = timer.sleep(Duration::from_millis(1));
+    assert!((&mut near).now_or_never().is_none());
+    let start = std::time::Instant::now();
+    while !timer.is_stopped() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    hooks::panic_in_turns(&timer.shared.common, false);
+    assert!(timer.is_stopped(), "the panic stopped the timer");
+    assert_eq!(
+        (&mut near).now_or_never(),
+        Some(()),
+        "the near one completed"
+    );
+    let err = far.now_or_never().expect("completed").unwrap_err();
+    assert!(err.is_timer_stopped());
+    assert!(err.to_string().contains("driver panicked"), "{err}");
+    assert!(task.is_cancelled());
+    assert_eq!(timer.pending(), 0);
+    // A new thread-driven timer works.
+    let fresh = Timer::builder().driver_thread().build().unwrap();
+    let mut t = fresh.sleep(Duration::from_millis(1));
+    let start = std::time::Instant::now();
+    while (&mut t).now_or_never().is_none() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(fresh.stats().fired, 1);
+}

@@ -7,21 +7,34 @@
 //! modules, so imports run one way, down.
 
 use std::any::Any;
+#[cfg(feature = "tokio")]
 use std::cell::Cell;
+#[cfg(feature = "tokio")]
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+#[cfg(feature = "tokio")]
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::{Context, Waker};
+#[cfg(feature = "tokio")]
+use std::task::Context;
+use std::task::Waker;
 use std::time::Duration;
 
+use std::time::Instant;
+#[cfg(feature = "tokio")]
 use tokio::runtime::Handle;
+#[cfg(feature = "tokio")]
 use tokio::sync::Notify;
-use tokio::time::{Instant, Sleep};
+
+#[cfg(feature = "tokio")]
+use tokio::time::Sleep;
 
 use crate::error::{Error, StopReason};
+#[cfg(feature = "tokio")]
 use crate::live::LiveTimer;
+#[cfg(feature = "thread")]
+use crate::sleeper::Sleeper;
 use crate::stats::Stats;
 use crate::ticks::Ticks;
 use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
@@ -44,6 +57,15 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
+    /// Whether the clock is tokio's (`tokio::time::Instant::now`, which
+    /// paused time moves) rather than std's: a timer driven by a runtime
+    /// reads the runtime's clock, a thread-driven one the real clock.
+    #[cfg(feature = "tokio")]
+    tokio_clock: bool,
+    /// The thread driver's alarm, for a thread-driven timer (see
+    /// `thread_driver`); `None` for one driven by a runtime.
+    #[cfg(feature = "thread")]
+    pub(crate) sleeper: Option<Arc<Sleeper>>,
     /// Converts durations to the wheel's time unit, the microsecond
     /// ([`UNIT_NS`]): deadlines keep that resolution, so the timer adds no
     /// rounding of its own to the runtime's 1 ms.
@@ -56,11 +78,13 @@ pub(crate) struct Common {
     pub(crate) planned: AtomicU64,
     /// The driver's alarm: a runtime timer armed for `planned`. `None`
     /// before the driver starts and once the timer is stopped.
+    #[cfg(feature = "tokio")]
     pub(crate) alarm: Mutex<Option<Alarm>>,
     /// Whether the wheels are being turned: [`IDLE`], [`TURNING`], or
     /// [`AGAIN`] (turning, and asked to turn once more).
     pub(crate) turn_state: AtomicU8,
     /// Ends the driver's guard task once the timer is stopped or gone.
+    #[cfg(feature = "tokio")]
     pub(crate) ended: Arc<Notify>,
     /// `RUNNING`, or why the timer stopped (see [`Common::stop_reason`]).
     stopped: AtomicU8,
@@ -87,9 +111,11 @@ pub(crate) const IDLE: u8 = 0;
 /// A turn runs.
 pub(crate) const TURNING: u8 = 1;
 /// A turn runs, and another was asked for meanwhile.
+#[cfg(feature = "tokio")]
 pub(crate) const AGAIN: u8 = 2;
 
 /// The driver's alarm: a runtime timer and the waker it calls.
+#[cfg(feature = "tokio")]
 pub(crate) struct Alarm {
     pub(crate) sleep: Pin<Box<Sleep>>,
     /// Turns the wheels (see `driver`).
@@ -103,6 +129,7 @@ pub(crate) struct Alarm {
     pub(crate) _live: LiveTimer,
 }
 
+#[cfg(feature = "tokio")]
 thread_local! {
     /// Set while this thread resets or polls an alarm under its lock.
     static ARMING: Cell<bool> = const { Cell::new(false) };
@@ -113,6 +140,7 @@ thread_local! {
 /// Runs `arm` (a reset and poll of the alarm, under its lock); returns
 /// whether the alarm is due, by `arm`'s result or because the runtime woke
 /// it from inside (a deadline already past).
+#[cfg(feature = "tokio")]
 fn arming(arm: impl FnOnce() -> bool) -> bool {
     ARMING.with(|a| a.set(true));
     let ready = arm();
@@ -123,6 +151,7 @@ fn arming(arm: impl FnOnce() -> bool) -> bool {
 /// Called by the driver's waker: if this thread is arming the alarm (and
 /// holds its lock), records the wake for [`arming`] and returns `true`; the
 /// driver must then not turn here.
+#[cfg(feature = "tokio")]
 pub(crate) fn rung_while_arming() -> bool {
     ARMING.with(|a| {
         if a.get() {
@@ -133,6 +162,7 @@ pub(crate) fn rung_while_arming() -> bool {
 }
 
 /// Locks `mutex`, ignoring poisoning: no user code runs under these locks.
+#[cfg(feature = "tokio")]
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
@@ -205,14 +235,35 @@ impl Shared {
         ring: usize,
         shards: usize,
         max_pending: Option<usize>,
+        drive: Drive,
     ) -> Arc<Shared> {
+        #[cfg(feature = "tokio")]
+        let tokio_clock = matches!(drive, Drive::Runtime);
+        #[cfg(feature = "tokio")]
+        let start = if tokio_clock {
+            tokio::time::Instant::now().into_std()
+        } else {
+            Instant::now()
+        };
+        #[cfg(not(feature = "tokio"))]
+        let start = Instant::now();
         let common = Arc::new(Common {
-            start: Instant::now(),
+            start,
+            #[cfg(feature = "tokio")]
+            tokio_clock,
+            #[cfg(feature = "thread")]
+            sleeper: match drive {
+                Drive::Thread(sleeper) => Some(sleeper),
+                #[cfg(feature = "tokio")]
+                Drive::Runtime => None,
+            },
             ticks: Ticks::new(UNIT_NS),
             tick_us,
             planned: AtomicU64::new(u64::MAX),
+            #[cfg(feature = "tokio")]
             alarm: Mutex::new(None),
             turn_state: AtomicU8::new(IDLE),
+            #[cfg(feature = "tokio")]
             ended: Arc::new(Notify::new()),
             stopped: AtomicU8::new(RUNNING),
             max_pending,
@@ -278,6 +329,11 @@ impl Shared {
 
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         self.common.tick_of(deadline)
+    }
+
+    /// The time by the timer's clock (see [`Common::now`]).
+    pub(crate) fn now(&self) -> Instant {
+        self.common.now()
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
@@ -355,6 +411,16 @@ impl Shared {
     }
 }
 
+/// What drives a timer, chosen by its builder.
+pub(crate) enum Drive {
+    /// A runtime's timer, with the runtime's clock (see `driver`).
+    #[cfg(feature = "tokio")]
+    Runtime,
+    /// A thread of its own, with std's clock (see `thread_driver`).
+    #[cfg(feature = "thread")]
+    Thread(Arc<Sleeper>),
+}
+
 /// The wheel's time unit in nanoseconds: a microsecond.
 pub(crate) const UNIT_NS: u64 = 1_000;
 
@@ -365,10 +431,17 @@ fn bucket_res(tick_us: u64) -> u32 {
 }
 
 impl Common {
+    /// Records a turn of the wheels that began at `started` (see
+    /// [`Stats::longest_turn`]).
+    pub(crate) fn note_turn(&self, started: Instant) {
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.longest_turn_ns.fetch_max(took, Ordering::Relaxed);
+    }
+
     /// The time by the clock, in microseconds since the timer's start,
     /// rounded down: what is due at or before it has passed.
     pub(crate) fn now_tick(&self) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
+        let since = self.now().saturating_duration_since(self.start);
         self.ticks.floor(since).unwrap_or(u64::MAX)
     }
 
@@ -377,11 +450,22 @@ impl Common {
     /// addition and a subtraction (this is the schedule and reset path).
     /// A sum that overflows means [`NEVER`].
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
+        let since = self.now().saturating_duration_since(self.start);
         match since.checked_add(delay) {
             Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
             None => NEVER,
         }
+    }
+
+    /// The time by the timer's clock: tokio's (paused time included) for a
+    /// timer driven by a runtime, std's for a thread-driven one.
+    #[inline]
+    pub(crate) fn now(&self) -> Instant {
+        #[cfg(feature = "tokio")]
+        if self.tokio_clock {
+            return tokio::time::Instant::now().into_std();
+        }
+        Instant::now()
     }
 
     /// `deadline`, rounded up to the microsecond.
@@ -449,6 +533,23 @@ impl Common {
     /// timers, and the wakes the driver makes are batched with the
     /// runtime's.
     pub(crate) fn arm(&self, tick: u64, force: bool) {
+        #[cfg(feature = "thread")]
+        if let Some(sleeper) = &self.sleeper {
+            // The thread driver: ring at the deadline itself (the driver
+            // keeps its own re-arms to one per tick, see `thread_driver`).
+            if sleeper.arm(tick, self.instant_of(tick), force) {
+                self.alarm_arms.fetch_add(1, Ordering::Relaxed);
+            }
+            #[cfg(feature = "tokio")]
+            return;
+        }
+        #[cfg(feature = "tokio")]
+        self.arm_runtime(tick, force);
+    }
+
+    /// [`arm`](Self::arm) for a timer driven by a runtime.
+    #[cfg(feature = "tokio")]
+    fn arm_runtime(&self, tick: u64, force: bool) {
         let wake = {
             let mut guard = lock(&self.alarm);
             let Some(alarm) = guard.as_mut() else {
@@ -473,11 +574,13 @@ impl Common {
             // came due during the turn: it then rings at the runtime's next
             // millisecond with whatever else is due, as tokio's own timers
             // do, rather than turning again and again for each deadline.
-            let ready = !force && instant <= Instant::now()
+            let ready = !force && instant <= self.now()
                 || arming(|| {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
-                    sleep.as_mut().reset(instant);
+                    sleep
+                        .as_mut()
+                        .reset(tokio::time::Instant::from_std(instant));
                     // Outside the task's budget: a budget-limited poll would
                     // wake the driver instead of registering.
                     let mut poll =
@@ -503,6 +606,7 @@ impl Common {
     /// its millisecond, as for a `tokio::time::Sleep` at the same deadline),
     /// else the next multiple of the tick since the start, so that a
     /// coarser tick batches expiries (at most one turn per tick).
+    #[cfg(feature = "tokio")]
     fn alarm_instant(&self, tick: u64) -> Instant {
         if self.tick_us <= 1_000 {
             self.instant_of(tick)
@@ -534,7 +638,7 @@ impl Common {
     }
 
     /// Pending scheduled tasks, as counted for the keep-alive reference.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "tokio"))]
     pub(crate) fn tasks_kept(&self) -> (usize, bool) {
         let keep = self.lock_keep_alive();
         (keep.0, keep.1.is_some())
@@ -624,8 +728,14 @@ impl Shard {
 
 impl Drop for Common {
     fn drop(&mut self) {
-        // Every timer handle, timeout and task is gone: end the guard task.
+        // Every timer handle, timeout and task is gone: end the guard task,
+        // or the driver's thread.
+        #[cfg(feature = "tokio")]
         self.ended.notify_one();
+        #[cfg(feature = "thread")]
+        if let Some(sleeper) = &self.sleeper {
+            sleeper.shut();
+        }
     }
 }
 
@@ -697,9 +807,16 @@ pub(crate) fn stop(
     }
     // Disarm for good (the runtime may be shutting down: nothing may poll
     // the alarm from now on), and end the driver's guard task.
-    let alarm = lock(&common.alarm).take();
-    drop(alarm);
-    common.ended.notify_one();
+    #[cfg(feature = "tokio")]
+    {
+        let alarm = lock(&common.alarm).take();
+        drop(alarm);
+        common.ended.notify_one();
+    }
+    #[cfg(feature = "thread")]
+    if let Some(sleeper) = &common.sleeper {
+        sleeper.shut();
+    }
     tracing::debug!(
         timeouts,
         tasks = tasks.len(),

@@ -4,8 +4,7 @@
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-use tokio::time::Instant;
+use std::time::Instant;
 
 use crate::shard::{TaskInner, CANCELLED, EXPIRED, PENDING};
 
@@ -223,7 +222,7 @@ impl TaskHandle {
     ///
     /// let timer = hashwheel::Timer::new();
     /// let handle = timer.schedule(Duration::from_secs(1), || {});
-    /// assert_eq!(handle.deadline(), Instant::now() + Duration::from_secs(1));
+    /// assert_eq!(handle.deadline(), (Instant::now() + Duration::from_secs(1)).into_std());
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {

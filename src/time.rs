@@ -94,7 +94,7 @@ use crate::error::Error;
 use crate::shard::{far_future, FAR_FUTURE};
 use crate::timer::Timer;
 
-pub use crate::interval::{Interval, MissedTickBehavior};
+pub use crate::interval::MissedTickBehavior;
 /// tokio's paused-time controls, re-exported (feature `test-util`, which
 /// turns on tokio's).
 #[cfg(feature = "test-util")]
@@ -123,7 +123,8 @@ const NO_RUNTIME: &str = "hashwheel::time: there is no reactor running, \
 #[cold]
 fn deadline_after(duration: Duration) -> Instant {
     let now = Instant::now();
-    now.checked_add(duration).unwrap_or_else(|| far_future(now))
+    now.checked_add(duration)
+        .unwrap_or_else(|| Instant::from_std(far_future(now.into_std())))
 }
 
 /// Each runtime's default timer, by runtime id. Few entries: one per live
@@ -436,7 +437,7 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 /// ```
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
-    with_current(|timer| timer.interval(period))
+    Interval(with_current(|timer| timer.interval(period)))
 }
 
 /// An [`Interval`] that ticks first at `start`, then every `period`:
@@ -461,7 +462,96 @@ pub fn interval(period: Duration) -> Interval {
 /// ```
 #[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
-    with_current(|timer| timer.interval_at(start, period))
+    Interval(with_current(|timer| timer.interval_at(start, period)))
+}
+
+/// The stream of [`interval`] and [`interval_at`]: tokio's `Interval`, on a
+/// hashwheel [`Interval`](crate::Interval), with tokio's [`Instant`] where
+/// the crate's returns `std::time::Instant` (the two convert losslessly,
+/// paused time included). Each method is the crate `Interval`'s.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::time::{interval_at, Duration, Instant};
+///
+/// let start = Instant::now() + Duration::from_millis(50);
+/// let mut heartbeat = interval_at(start, Duration::from_millis(10));
+/// assert_eq!(heartbeat.tick().await, start);
+/// heartbeat.reset_at(start + Duration::from_millis(100));
+/// assert_eq!(heartbeat.tick().await, start + Duration::from_millis(100));
+/// assert_eq!(heartbeat.period(), Duration::from_millis(10));
+/// # }
+/// ```
+#[must_use = "streams do nothing unless polled"]
+#[derive(Debug)]
+pub struct Interval(crate::Interval);
+
+impl Interval {
+    /// Completes at the next tick and returns its nominal instant: see
+    /// [`crate::Interval::tick`].
+    pub async fn tick(&mut self) -> Instant {
+        Instant::from_std(self.0.tick().await)
+    }
+
+    /// Polls for the next tick: see [`crate::Interval::poll_tick`].
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        self.0.poll_tick(cx).map(Instant::from_std)
+    }
+
+    /// The next tick a period from now: see [`crate::Interval::reset`].
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
+
+    /// The next tick now: see [`crate::Interval::reset_immediately`].
+    pub fn reset_immediately(&mut self) {
+        self.0.reset_immediately();
+    }
+
+    /// The next tick `after` from now: see [`crate::Interval::reset_after`].
+    pub fn reset_after(&mut self, after: Duration) {
+        self.0.reset_after(after);
+    }
+
+    /// The next tick at `deadline`: see [`crate::Interval::reset_at`].
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.0.reset_at(deadline);
+    }
+
+    /// The period between ticks: see [`crate::Interval::period`].
+    pub fn period(&self) -> Duration {
+        self.0.period()
+    }
+
+    /// What it does after missed ticks: see
+    /// [`crate::Interval::missed_tick_behavior`].
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.0.missed_tick_behavior()
+    }
+
+    /// Sets what it does after missed ticks: see
+    /// [`crate::Interval::set_missed_tick_behavior`].
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.0.set_missed_tick_behavior(behavior);
+    }
+
+    /// The crate's [`Interval`](crate::Interval) inside.
+    pub fn into_inner(self) -> crate::Interval {
+        self.0
+    }
+}
+
+impl futures_core::Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        Pin::new(&mut self.get_mut().0)
+            .poll_next(cx)
+            .map(|tick| tick.map(Instant::from_std))
+    }
 }
 
 /// The future of [`sleep`] and [`sleep_until`]: tokio's `Sleep`, on a
@@ -520,7 +610,7 @@ impl Sleep {
     /// ```
     #[must_use]
     pub fn deadline(&self) -> Instant {
-        self.inner.deadline()
+        Instant::from_std(self.inner.deadline())
     }
 
     /// Whether the sleep has completed: it was polled, and its deadline has

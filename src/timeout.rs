@@ -5,10 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
-use tokio::time::Instant;
 
 use crate::error::{Elapsed, StopReason};
 use crate::shard::{wake_all, AtomicCounts, Beat, Shard};
@@ -168,7 +167,7 @@ impl Timeout {
     /// let timer = hashwheel::Timer::new();
     /// let deadline = Instant::now() + Duration::from_secs(2);
     /// let timeout = timer.sleep_until(deadline);
-    /// assert_eq!(timeout.deadline(), deadline);
+    /// assert_eq!(timeout.deadline(), deadline.into_std());
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {
@@ -315,8 +314,8 @@ impl Timeout {
     /// t.await;
     /// # }
     /// ```
-    pub fn reset_at(&mut self, deadline: Instant) {
-        let tick = self.shard.common.tick_of(deadline);
+    pub fn reset_at(&mut self, deadline: impl Into<Instant>) {
+        let tick = self.shard.common.tick_of(deadline.into());
         self.reset_tick(tick);
     }
 
@@ -397,6 +396,11 @@ impl Timeout {
     /// `deadline` in the timer's ticks (microseconds since its start).
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         self.shard.common.tick_of(deadline)
+    }
+
+    /// The time by the timer's clock.
+    pub(crate) fn now(&self) -> Instant {
+        self.shard.common.now()
     }
 
     /// Whether the timer stopped: one atomic load.
@@ -594,7 +598,7 @@ pin_project! {
     ///
     /// let timer = hashwheel::Timer::new();
     /// let mut fut = timer.timeout(Duration::from_secs(1), async { "done" });
-    /// assert!(fut.timeout_mut().deadline() > tokio::time::Instant::now());
+    /// assert!(fut.timeout_mut().deadline() > tokio::time::Instant::now().into_std());
     /// assert_eq!(fut.await, Ok("done"));
     /// # }
     /// ```

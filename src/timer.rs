@@ -7,21 +7,33 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::runtime::Handle;
-use tokio::time::Instant;
+use std::time::Instant;
 
+#[cfg(feature = "tokio")]
+use tokio::runtime::Handle;
+
+#[cfg(feature = "tokio")]
 use crate::driver;
 use crate::error::Error;
 use crate::executor::TaskExecutor;
 use crate::interval::Interval;
-use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
+use crate::shard::{far_future, AtomicCounts, Drive, Shared, TaskInner, UNIT_NS};
+#[cfg(feature = "thread")]
+use crate::sleeper::Sleeper;
 use crate::stats::Stats;
 use crate::task::TaskHandle;
+#[cfg(feature = "thread")]
+use crate::thread_driver;
 use crate::timeout::{Timeout, WithTimeout};
 use crate::wheel::raw::{MAX_ENTRIES, NEVER};
 
-/// The smallest tick; shorter ones are raised to it.
+/// The smallest tick of a timer driven by a runtime (whose timer has a
+/// resolution of 1 ms); shorter ones are raised to it.
 const MIN_TICK: Duration = Duration::from_millis(1);
+/// The smallest tick of a thread-driven timer; shorter ones are raised to
+/// it.
+#[cfg(feature = "thread")]
+const MIN_THREAD_TICK: Duration = Duration::from_micros(10);
 /// The largest wheel, as in Netty.
 const MAX_WHEEL_SIZE: usize = 1 << 30;
 /// Slots in each shard's round ring (see the `wheel` module): bounded so a
@@ -32,7 +44,8 @@ const MIN_RING: usize = 64;
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// A hashed wheel timer: a cheap, cloneable handle to a set of wheels turned
-/// inside the runtime's own timer processing.
+/// inside the runtime's own timer processing, or on a thread of its own
+/// ([`Builder::driver_thread`], feature `thread`).
 ///
 /// Where tokio's timer is implicit (the runtime's time driver, reached by
 /// the free functions of [`tokio::time`]), hashwheel's is a value: its
@@ -95,15 +108,21 @@ pub struct Timer {
 /// hashwheel::Timer::builder().tick(std::time::Duration::from_millis(10));
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Builder {
     tick: Duration,
     wheel_size: usize,
     max_pending: Option<usize>,
     shards: Option<usize>,
     capacity: usize,
+    #[cfg(feature = "tokio")]
     handle: Option<Handle>,
-    task_executor: TaskExecutor,
+    /// `None`: the driver's default ([`TaskExecutor::spawn`] on a runtime,
+    /// [`TaskExecutor::driver`] on a thread).
+    task_executor: Option<TaskExecutor>,
+    /// Driven by a thread of its own rather than a runtime.
+    #[cfg(feature = "thread")]
+    thread: bool,
 }
 
 impl Timer {
@@ -129,7 +148,13 @@ impl Timer {
     /// Outside a tokio runtime, or on a runtime without a time driver (built
     /// without `enable_time()` or `enable_all()`), with the message of the
     /// error [`Builder::build`] returns. Use [`Timer::builder`] with
-    /// [`Builder::handle`] to pick a runtime instead.
+    /// [`Builder::handle`] to pick a runtime instead, or with
+    /// [`Builder::driver_thread`] for a timer with a thread of its own.
+    ///
+    /// Without the feature `tokio` (the feature `thread` alone) every timer
+    /// is thread-driven: `new` starts the timer's driver thread (see
+    /// [`Builder::driver_thread`]), and panics only if the OS refuses it a
+    /// thread (or, on Linux, a timerfd).
     ///
     /// # Examples
     ///
@@ -223,7 +248,7 @@ impl Timer {
     /// # }
     /// ```
     #[track_caller]
-    pub fn sleep_until(&self, deadline: Instant) -> Timeout {
+    pub fn sleep_until(&self, deadline: impl Into<Instant>) -> Timeout {
         unwrap(self.try_sleep_until(deadline))
     }
 
@@ -273,8 +298,9 @@ impl Timer {
     /// assert!(err.is_stopped());
     /// # }
     /// ```
-    pub fn try_sleep_until(&self, deadline: Instant) -> Result<Timeout, Error> {
-        let due = deadline <= Instant::now();
+    pub fn try_sleep_until(&self, deadline: impl Into<Instant>) -> Result<Timeout, Error> {
+        let deadline = deadline.into();
+        let due = deadline <= self.shared.now();
         self.timeout_at_tick(self.shared.tick_of(deadline), due)
     }
 
@@ -361,7 +387,7 @@ impl Timer {
     #[track_caller]
     pub fn timeout_at<F: IntoFuture>(
         &self,
-        deadline: Instant,
+        deadline: impl Into<Instant>,
         fut: F,
     ) -> WithTimeout<F::IntoFuture> {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
@@ -440,7 +466,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = Instant::now();
+        let now = self.shared.now();
         let deadline = now.checked_add(delay);
         let tick = deadline.map_or(NEVER, |d| self.shared.tick_of(d));
         let deadline = deadline.unwrap_or_else(|| far_future(now));
@@ -471,7 +497,7 @@ impl Timer {
             state.tasks.insert(key, inner.clone());
             inner
         };
-        #[cfg(test)]
+        #[cfg(all(test, feature = "tokio"))]
         crate::hooks::after_schedule_insert(&self.shared);
         self.shared.note_deadline(tick);
         Ok(TaskHandle::new(inner))
@@ -696,9 +722,9 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let start = Instant::now();
     /// let mut interval = timer.interval(Duration::from_millis(10));
-    /// assert_eq!(interval.tick().await, start); // at once
-    /// assert_eq!(interval.tick().await, start + Duration::from_millis(10));
-    /// assert_eq!(interval.tick().await, start + Duration::from_millis(20));
+    /// assert_eq!(interval.tick().await, start.into_std()); // at once
+    /// assert_eq!(interval.tick().await, (start + Duration::from_millis(10)).into_std());
+    /// assert_eq!(interval.tick().await, (start + Duration::from_millis(20)).into_std());
     /// # }
     /// ```
     #[track_caller]
@@ -725,12 +751,12 @@ impl Timer {
     /// let timer = hashwheel::Timer::new();
     /// let start = Instant::now() + Duration::from_secs(1);
     /// let mut interval = timer.interval_at(start, Duration::from_secs(5));
-    /// assert_eq!(interval.tick().await, start);
-    /// assert_eq!(interval.tick().await, start + Duration::from_secs(5));
+    /// assert_eq!(interval.tick().await, start.into_std());
+    /// assert_eq!(interval.tick().await, (start + Duration::from_secs(5)).into_std());
     /// # }
     /// ```
     #[track_caller]
-    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+    pub fn interval_at(&self, start: impl Into<Instant>, period: Duration) -> Interval {
         unwrap(self.try_interval_at(start, period))
     }
 
@@ -756,7 +782,7 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_interval(&self, period: Duration) -> Result<Interval, Error> {
-        self.try_interval_at(Instant::now(), period)
+        self.try_interval_at(self.shared.now(), period)
     }
 
     /// Like [`interval_at`](Timer::interval_at), but returns an error
@@ -780,7 +806,12 @@ impl Timer {
     /// assert!(err.is_stopped());
     /// # }
     /// ```
-    pub fn try_interval_at(&self, start: Instant, period: Duration) -> Result<Interval, Error> {
+    pub fn try_interval_at(
+        &self,
+        start: impl Into<Instant>,
+        period: Duration,
+    ) -> Result<Interval, Error> {
+        let start = start.into();
         if period.is_zero() {
             return Err(Error::invalid_config("interval period must be non-zero"));
         }
@@ -791,6 +822,7 @@ impl Timer {
     }
 }
 
+#[cfg(feature = "tokio")]
 impl Timer {
     /// `Err` with why the timer stopped, if it did.
     pub(crate) fn check_running(&self) -> Result<(), Error> {
@@ -826,9 +858,21 @@ impl fmt::Debug for Timer {
 /// when polled) panics without a time driver, so the check creates one under
 /// `catch_unwind`: the panic hook reports tokio's message as the check runs,
 /// and a `panic = "abort"` build aborts with it.
+#[cfg(feature = "tokio")]
 fn has_time_driver(handle: &Handle) -> bool {
     let _runtime = handle.enter();
     std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
+}
+
+/// Reserves room for `per_shard` entries and deadline words on every shard
+/// of a timer being built ([`Builder::capacity`]).
+fn reserve(shared: &Shared, per_shard: usize) {
+    if per_shard > 0 {
+        for shard in shared.shards.iter() {
+            shard.lock().wheel.reserve(per_shard);
+            shard.deadlines.reserve(per_shard);
+        }
+    }
 }
 
 #[track_caller]
@@ -836,6 +880,43 @@ fn unwrap<T>(res: Result<T, Error>) -> T {
     match res {
         Ok(value) => value,
         Err(err) => panic!("hashwheel: {err}"),
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Builder");
+        d.field("tick", &self.tick)
+            .field("wheel_size", &self.wheel_size)
+            .field("max_pending", &self.max_pending)
+            .field("shards", &self.shards);
+        #[cfg(feature = "tokio")]
+        d.field("handle", &self.handle);
+        d.field("task_executor", &self.executor());
+        #[cfg(feature = "thread")]
+        d.field("driver_thread", &self.is_thread());
+        d.finish()
+    }
+}
+
+impl Builder {
+    /// Whether the timer will be thread-driven.
+    fn is_thread(&self) -> bool {
+        #[cfg(all(feature = "thread", feature = "tokio"))]
+        return self.thread;
+        #[cfg(not(feature = "tokio"))]
+        return true;
+        #[cfg(not(feature = "thread"))]
+        return false;
+    }
+
+    /// The executor chosen, or the driver's default.
+    fn executor(&self) -> TaskExecutor {
+        match &self.task_executor {
+            Some(executor) => executor.clone(),
+            None if self.is_thread() => TaskExecutor::driver(),
+            None => TaskExecutor::default(),
+        }
     }
 }
 
@@ -867,8 +948,11 @@ impl Builder {
             max_pending: None,
             shards: None,
             capacity: 0,
+            #[cfg(feature = "tokio")]
             handle: None,
-            task_executor: TaskExecutor::spawn(),
+            task_executor: None,
+            #[cfg(feature = "thread")]
+            thread: false,
         }
     }
 
@@ -881,8 +965,11 @@ impl Builder {
     /// turns at most once per tick, on multiples of the tick since the
     /// timer was built, so a timeout fires at the first of them at or after
     /// its deadline (at most one tick late), and far fewer wake-ups serve
-    /// many timeouts: the knob that trades lateness for CPU. Ticks
-    /// under 1 ms are raised to 1 ms with a `tracing` warning; zero is an
+    /// many timeouts: the knob that trades lateness for CPU. On a runtime
+    /// ticks under 1 ms are raised to 1 ms (the runtime timer's
+    /// resolution) with a `tracing` warning; a thread-driven timer
+    /// ([`Builder::driver_thread`]) takes ticks from 10 µs, for
+    /// sub-millisecond timers, and raises shorter ones to 10 µs. Zero is an
     /// error.
     ///
     /// # Examples
@@ -1018,6 +1105,8 @@ impl Builder {
     /// rt.block_on(timer.sleep(Duration::from_millis(1)));
     /// ```
     #[must_use = "a Builder does nothing until `build` is called"]
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn handle(mut self, handle: Handle) -> Builder {
         self.handle = Some(handle);
         self
@@ -1047,7 +1136,59 @@ impl Builder {
     #[doc(alias = "taskExecutor")]
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn task_executor(mut self, executor: TaskExecutor) -> Builder {
-        self.task_executor = executor;
+        self.task_executor = Some(executor);
+        self
+    }
+
+    /// Drives the timer on a thread of its own, Netty's worker thread,
+    /// rather than inside a tokio runtime's timer: its timeouts, intervals
+    /// and callbacks then work from any executor or plain thread, with no
+    /// runtime at all. Without the feature `tokio` this is the only driver,
+    /// and [`build`](Builder::build) picks it anyway.
+    ///
+    /// The thread sleeps until the next tick with work (none while nothing
+    /// is pending, none on an empty tick), wakes what expired, and ends once
+    /// the timer is [stopped](Timer::stop) or its last `Timer`, timeout,
+    /// interval and pending task is gone. Its clock is std's
+    /// (`std::time::Instant`): **tokio's paused time does not move it**.
+    /// Its [`tick`](Builder::tick) may go down to 10 µs for sub-millisecond
+    /// timers (a runtime-driven timer's stops at 1 ms): on Linux the thread
+    /// sleeps on a timerfd, which the kernel does not delay by its 50 µs of
+    /// timer slack; elsewhere on `std`'s condition variable. A finer tick
+    /// costs more wake-ups only when deadlines are that close together: the
+    /// thread turns at most once per tick, and only on ticks with work.
+    ///
+    /// A library meant for any executor should call `driver_thread()`
+    /// rather than rely on the thread-only build's default: when another
+    /// crate in the same program turns the feature `tokio` on, a plain
+    /// [`build`](Builder::build) (and [`Timer::new`]) drives the timer on
+    /// the current tokio runtime instead, and fails outside one.
+    ///
+    /// Callbacks of [`Timer::schedule`] run on the driver's thread by
+    /// default ([`TaskExecutor::driver`], as Netty's): a callback that
+    /// blocks delays every timeout of the timer until it returns. Pass
+    /// [`TaskExecutor::custom`] for callbacks that may block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// // No runtime: the timer has its own thread.
+    /// let timer = hashwheel::Timer::builder()
+    ///     .tick(Duration::from_micros(50))
+    ///     .driver_thread()
+    ///     .build()
+    ///     .unwrap();
+    /// let start = std::time::Instant::now();
+    /// futures::executor::block_on(timer.sleep(Duration::from_millis(2)));
+    /// assert!(start.elapsed() >= Duration::from_millis(2));
+    /// ```
+    #[cfg(feature = "thread")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
+    #[must_use = "a Builder does nothing until `build` is called"]
+    pub fn driver_thread(mut self) -> Builder {
+        self.thread = true;
         self
     }
 
@@ -1079,12 +1220,25 @@ impl Builder {
         if self.tick.is_zero() {
             return Err(Error::invalid_config("tick must be non-zero, got 0ns"));
         }
-        let tick = if self.tick < MIN_TICK {
-            tracing::warn!(
-                requested = ?self.tick,
-                "hashwheel: tick raised to the minimum of 1ms"
-            );
-            MIN_TICK
+        #[cfg(feature = "thread")]
+        let thread = self.is_thread();
+        #[cfg(feature = "thread")]
+        let min_tick = if thread { MIN_THREAD_TICK } else { MIN_TICK };
+        #[cfg(not(feature = "thread"))]
+        let min_tick = MIN_TICK;
+        let tick = if self.tick < min_tick {
+            if min_tick == MIN_TICK {
+                tracing::warn!(
+                    requested = ?self.tick,
+                    "hashwheel: tick raised to the minimum of 1ms"
+                );
+            } else {
+                tracing::warn!(
+                    requested = ?self.tick,
+                    "hashwheel: tick raised to the minimum of 10µs"
+                );
+            }
+            min_tick
         } else {
             self.tick
         };
@@ -1111,6 +1265,39 @@ impl Builder {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
+        let per_shard = self.capacity.div_ceil(shards);
+        if per_shard > MAX_ENTRIES {
+            return Err(Error::invalid_config(format!(
+                "a capacity of {} over {shards} shards is more than a shard holds ({MAX_ENTRIES})",
+                self.capacity
+            )));
+        }
+        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
+        let tick_us = tick_ns.div_ceil(UNIT_NS);
+        #[cfg(feature = "thread")]
+        if thread {
+            return self.build_thread(tick, tick_us, wheel_size, ring, shards, per_shard);
+        }
+        #[cfg(feature = "tokio")]
+        {
+            self.build_runtime(tick, tick_us, wheel_size, ring, shards, per_shard)
+        }
+        #[cfg(not(feature = "tokio"))]
+        unreachable!("without tokio every timer is thread-driven")
+    }
+
+    /// [`build`](Self::build) for a timer driven by a runtime.
+    #[cfg(feature = "tokio")]
+    fn build_runtime(
+        self,
+        tick: Duration,
+        tick_us: u64,
+        wheel_size: usize,
+        ring: usize,
+        shards: usize,
+        per_shard: usize,
+    ) -> Result<Timer, Error> {
+        let executor = self.executor();
         let handle = match self.handle {
             Some(handle) => handle,
             None => Handle::try_current().map_err(|_| {
@@ -1124,23 +1311,61 @@ impl Builder {
                 "the runtime has no time driver: build it with enable_time() or enable_all()",
             ));
         }
-        let per_shard = self.capacity.div_ceil(shards);
-        if per_shard > MAX_ENTRIES {
-            return Err(Error::invalid_config(format!(
-                "a capacity of {} over {shards} shards is more than a shard holds ({MAX_ENTRIES})",
-                self.capacity
-            )));
-        }
-        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let tick_us = tick_ns.div_ceil(UNIT_NS);
-        let shared = Shared::new(tick, tick_us, wheel_size, ring, shards, self.max_pending);
-        if per_shard > 0 {
-            for shard in shared.shards.iter() {
-                shard.lock().wheel.reserve(per_shard);
-                shard.deadlines.reserve(per_shard);
+        let shared = Shared::new(
+            tick,
+            tick_us,
+            wheel_size,
+            ring,
+            shards,
+            self.max_pending,
+            Drive::Runtime,
+        );
+        reserve(&shared, per_shard);
+        driver::start(&handle, &shared, executor);
+        Ok(Timer { shared })
+    }
+
+    /// [`build`](Self::build) for a thread-driven timer.
+    #[cfg(feature = "thread")]
+    fn build_thread(
+        self,
+        tick: Duration,
+        tick_us: u64,
+        wheel_size: usize,
+        ring: usize,
+        shards: usize,
+        per_shard: usize,
+    ) -> Result<Timer, Error> {
+        let executor = self.executor();
+        #[cfg(feature = "tokio")]
+        let runner = {
+            let handle = self.handle.or_else(|| Handle::try_current().ok());
+            if executor.is_spawn() && handle.is_none() {
+                return Err(Error::invalid_config(
+                    "TaskExecutor::spawn on a thread-driven timer needs a tokio runtime: \
+                     build it inside one, or pass Builder::handle",
+                ));
             }
-        }
-        driver::start(&handle, &shared, self.task_executor);
+            executor.bind_thread(handle)
+        };
+        #[cfg(not(feature = "tokio"))]
+        let runner = executor.bind_thread();
+        let sleeper = Sleeper::new().map(Arc::new).map_err(|err| {
+            Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
+        })?;
+        let shared = Shared::new(
+            tick,
+            tick_us,
+            wheel_size,
+            ring,
+            shards,
+            self.max_pending,
+            Drive::Thread(sleeper.clone()),
+        );
+        reserve(&shared, per_shard);
+        thread_driver::start(&shared, sleeper, runner).map_err(|err| {
+            Error::invalid_config(format!("the driver's thread could not be started: {err}"))
+        })?;
         Ok(Timer { shared })
     }
 }

@@ -16,7 +16,7 @@ use tokio_test::{assert_pending, assert_ready, assert_ready_eq};
 const PERIOD: Duration = Duration::from_millis(10);
 
 fn poll_tick(t: &mut Spawn<Interval>) -> Poll<Instant> {
-    t.enter(|cx, interval| interval.get_mut().poll_tick(cx))
+    t.enter(|cx, interval| interval.get_mut().poll_tick(cx).map(Instant::from_std))
 }
 
 fn ms(n: u64) -> Duration {
@@ -183,10 +183,20 @@ async fn never_early_with_a_coarse_tick() {
     let mut interval = timer.interval(ms(15));
     for n in 0..20u32 {
         let due = interval.tick().await;
-        assert_eq!(due, start + ms(15) * n, "nominal instants, no drift");
+        assert_eq!(
+            Instant::from_std(due),
+            start + ms(15) * n,
+            "nominal instants, no drift"
+        );
         let now = Instant::now();
-        assert!(now >= due, "tick {n} early: {now:?} < {due:?}");
-        assert!(now - due <= ms(10), "tick {n} more than a tick late");
+        assert!(
+            now >= Instant::from_std(due),
+            "tick {n} early: {now:?} < {due:?}"
+        );
+        assert!(
+            now - Instant::from_std(due) <= ms(10),
+            "tick {n} more than a tick late"
+        );
     }
 }
 
@@ -247,7 +257,7 @@ async fn tick_is_cancel_safe() {
         assert_pending!(fut.poll());
     }
     advance(PERIOD).await;
-    assert_eq!(interval.tick().await, start + PERIOD);
+    assert_eq!(Instant::from_std(interval.tick().await), start + PERIOD);
 }
 
 #[tokio::test(start_paused = true)]
@@ -255,7 +265,7 @@ async fn stream_yields_nominal_instants() {
     let timer = Timer::new();
     let start = Instant::now();
     let ticks: Vec<_> = timer.interval(PERIOD).take(4).collect().await;
-    let want: Vec<_> = (0..4u32).map(|n| start + PERIOD * n).collect();
+    let want: Vec<_> = (0..4u32).map(|n| (start + PERIOD * n).into_std()).collect();
     assert_eq!(ticks, want);
 }
 
@@ -263,7 +273,7 @@ async fn stream_yields_nominal_instants() {
 async fn stream_ends_when_the_timer_stops() {
     let timer = Timer::new();
     let mut t = task::spawn(timer.interval(PERIOD));
-    assert_ready_eq!(t.poll_next(), Some(Instant::now()));
+    assert_ready_eq!(t.poll_next(), Some(Instant::now().into_std()));
     assert_pending!(t.poll_next());
     timer.stop();
     settle().await;
@@ -344,19 +354,25 @@ async fn an_untaken_tick_wakes_once_and_is_not_re_armed() {
         "the stalled interval fired again"
     );
     // Burst (the default): the missed ticks at once, then on schedule.
-    assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + PERIOD));
-    assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + PERIOD * 2));
+    assert_eq!(
+        interval.poll_tick(&mut cx),
+        Poll::Ready((start + PERIOD).into_std())
+    );
+    assert_eq!(
+        interval.poll_tick(&mut cx),
+        Poll::Ready((start + PERIOD * 2).into_std())
+    );
     let mut n = 2;
     while let Poll::Ready(at) = interval.poll_tick(&mut cx) {
         n += 1;
-        assert_eq!(at, start + PERIOD * n);
+        assert_eq!(Instant::from_std(at), start + PERIOD * n);
     }
     assert_eq!(n, 21, "ticks 10 ms to 210 ms");
     assert_eq!(timer.pending(), 1);
     advance(PERIOD).await;
     assert_eq!(
         interval.poll_tick(&mut cx),
-        Poll::Ready(start + PERIOD * 22)
+        Poll::Ready((start + PERIOD * 22).into_std())
     );
 }
 

@@ -593,7 +593,10 @@ impl Model {
                         ensure!(!self.stopped, "try_schedule succeeded on a stopped timer");
                         let deadline = now.checked_add(delay);
                         if let Some(deadline) = deadline {
-                            ensure!(handle.deadline() == deadline, "task {id}: deadline()");
+                            ensure!(
+                                handle.deadline() == deadline.into_std(),
+                                "task {id}: deadline()"
+                            );
                         }
                         let fire_tick = self.tick_of(deadline);
                         let due_by = fire_tick.max(self.now_tick() + 1);
@@ -827,7 +830,7 @@ impl Model {
             for (id, l) in &self.live {
                 if !l.done && l.fire_tick < NEVER {
                     let want = self.instant_of(l.fire_tick);
-                    let got = l.timeout.deadline();
+                    let got = Instant::from_std(l.timeout.deadline());
                     ensure!(
                         got == want,
                         "timeout {id}: deadline() {got:?}, model {want:?}"

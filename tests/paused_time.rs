@@ -172,23 +172,23 @@ async fn interval_ticks_as_tokio_does() {
     let mut i = task::spawn(timer.interval_at(start, ms(300)));
     let mut next = || i.enter(|cx, mut i| i.poll_tick(cx));
 
-    assert_eq!(assert_ready!(next()), start);
+    assert_eq!(Instant::from_std(assert_ready!(next())), start);
     assert_pending!(next());
 
     time::advance(ms(100)).await;
     assert_pending!(next());
 
     time::advance(ms(200)).await;
-    assert_eq!(assert_ready!(next()), start + ms(300));
+    assert_eq!(Instant::from_std(assert_ready!(next())), start + ms(300));
     assert_pending!(next());
 
     time::advance(ms(400)).await;
-    assert_eq!(assert_ready!(next()), start + ms(600));
+    assert_eq!(Instant::from_std(assert_ready!(next())), start + ms(600));
     assert_pending!(next());
 
     time::advance(ms(500)).await;
-    assert_eq!(assert_ready!(next()), start + ms(900));
-    assert_eq!(assert_ready!(next()), start + ms(1200));
+    assert_eq!(Instant::from_std(assert_ready!(next())), start + ms(900));
+    assert_eq!(Instant::from_std(assert_ready!(next())), start + ms(1200));
     assert_pending!(next());
 }
 
@@ -199,9 +199,9 @@ async fn deadline_is_kept_to_the_microsecond() {
     let timer = Timer::new();
     time::advance(us(300)).await;
     let deadline = Instant::now() + us(1_234);
-    assert_eq!(timer.sleep_until(deadline).deadline(), deadline);
+    assert_eq!(timer.sleep_until(deadline).deadline(), deadline.into_std());
     let coarse = Timer::builder().tick(ms(10)).build().unwrap();
-    assert_eq!(coarse.sleep_until(deadline).deadline(), deadline);
+    assert_eq!(coarse.sleep_until(deadline).deadline(), deadline.into_std());
 }
 
 /// With a tick over 1 ms the driver batches: a timeout completes at the

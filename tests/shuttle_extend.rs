@@ -190,7 +190,7 @@ impl Shard {
         }
     }
 
-    /// One driver turn at `now` (`driver::turn` with
+    /// One driver turn at `now` (`turn::turn` with
     /// `Wheel::pop_expired_checked`): what is filed at or before `now` is
     /// re-filed or fired, under the lock.
     fn turn(&self, now: u64) {

@@ -68,7 +68,7 @@ use shuttle::{thread, Config, FailurePersistence, Runner};
 
 /// "Never": `hashwheel`'s `NEVER`, here any tick past the model's clock.
 const NEVER: u64 = 1 << 40;
-/// `driver::BATCH`, small so that one turn takes several batches.
+/// `turn::BATCH`, small so that one turn takes several batches.
 const BATCH: usize = 2;
 /// The last tick the model's clock reaches.
 const END: u64 = 8;
@@ -640,7 +640,7 @@ impl Common {
         target
     }
 
-    /// `driver::turn`.
+    /// `turn::turn`.
     fn turn(&self, now: u64) -> u64 {
         let mut next = u64::MAX;
         for shard in &self.shards {

@@ -101,3 +101,23 @@ async fn stop_and_the_driver_lifecycle_are_debug_events() {
     ));
     assert!(capture.has(Level::DEBUG, "hashwheel: driver ended"));
 }
+
+/// Netty's warning for thread-driven timers: the 65th live one in the
+/// process warns (once), naming the fix.
+#[cfg(feature = "thread")]
+#[test]
+fn too_many_thread_driven_timers_warn_once() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let timers: Vec<Timer> = (0..70)
+        .map(|_| Timer::builder().driver_thread().build().unwrap())
+        .collect();
+    let warned: Vec<String> = capture
+        .messages(Level::WARN)
+        .into_iter()
+        .filter(|m| m.starts_with("hashwheel: too many thread-driven Timers"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("share clones"), "names the fix");
+    drop(timers);
+}

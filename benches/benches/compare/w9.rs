@@ -149,7 +149,7 @@ async fn w9_conn_hashwheel(timer: Timer, first: Instant, window: (Instant, Insta
     loop {
         tokio::select! {
             due = hb.tick() => {
-                w9_record(due, window);
+                w9_record(Instant::from_std(due), window);
                 idle.reset(D30);
             }
             _ = &mut idle => break,

@@ -1,0 +1,224 @@
+//! The thread driver's alarm: where its thread sleeps until the next tick
+//! with work, and what wakes it sooner (a new earliest deadline, a stop, the
+//! last handle going).
+//!
+//! It sits below the shard state, which arms it (see
+//! `Common::note_deadline`), and knows nothing of wheels: a tick number (for
+//! "is this earlier than what is armed") and the instant it stands for.
+//!
+//! # Why no wake-up is lost
+//!
+//! Every change (arm, disarm, shut) happens under [`Sleeper::state`]'s lock,
+//! and the thread decides to sleep, and for how long, under that lock too:
+//!
+//! - on Linux the alarm is a timerfd, set under the lock: arming it sooner
+//!   is re-setting it, and a time already past makes it readable at once.
+//!   The thread sleeps in a blocking `read` of it, which returns once the
+//!   time set last has come, whenever it was set (before or during the
+//!   read). A timerfd has no timer slack, where `futex` and `nanosleep`
+//!   (what `Condvar::wait_timeout` and `thread::park_timeout` use) get the
+//!   kernel's default 50 µs.
+//! - elsewhere a `Condvar`: the thread waits on it with the lock, so an
+//!   arm, made under the lock, comes either before the thread looks at the
+//!   deadline or while it waits, and then notifies it.
+//!
+//! Modelled, with a broken variant that loses the wake-up, in
+//! `tests/shuttle_thread.rs`. `--cfg hashwheel_condvar` picks the Condvar
+//! on Linux too, so that CI runs the other platforms' path.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+#[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+use std::sync::Condvar;
+
+/// The state under the lock.
+#[derive(Debug)]
+struct State {
+    /// The tick the alarm is armed for; `u64::MAX` when disarmed.
+    armed: u64,
+    /// The instant of `armed` (ignored when disarmed).
+    at: Instant,
+    /// The timer stopped or is gone: the thread ends.
+    shut: bool,
+}
+
+/// The thread driver's alarm.
+#[derive(Debug)]
+pub(crate) struct Sleeper {
+    state: Mutex<State>,
+    #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+    fd: rustix::fd::OwnedFd,
+    #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+    cond: Condvar,
+}
+
+/// What [`Sleeper::wait`] returns.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// The armed time came (or may have: turn and see).
+    Due,
+    /// Shut: the thread ends.
+    Shut,
+}
+
+impl Sleeper {
+    /// A disarmed alarm.
+    ///
+    /// # Errors
+    ///
+    /// The OS's, where it has no timerfd to give (too many open files).
+    pub(crate) fn new() -> std::io::Result<Sleeper> {
+        Ok(Sleeper {
+            state: Mutex::new(State {
+                armed: u64::MAX,
+                at: Instant::now(),
+                shut: false,
+            }),
+            #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+            fd: rustix::time::timerfd_create(
+                rustix::time::TimerfdClockId::Monotonic,
+                rustix::time::TimerfdFlags::CLOEXEC,
+            )?,
+            #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+            cond: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Arms the alarm for `tick`, at `at`: always if `force` (the driver,
+    /// after a turn), else only if it is armed for later (a new earliest
+    /// deadline, which then wakes the sleeping thread sooner). `u64::MAX`
+    /// disarms it: the thread sleeps until armed again. Returns whether it
+    /// changed anything.
+    pub(crate) fn arm(&self, tick: u64, at: Instant, force: bool) -> bool {
+        let mut state = self.lock();
+        if state.shut || (!force && tick >= state.armed) {
+            return false;
+        }
+        state.armed = tick;
+        state.at = at;
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+        self.set_fd(if tick == u64::MAX { None } else { Some(at) });
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+        if !force {
+            self.cond.notify_one();
+        }
+        true
+    }
+
+    /// Takes the tick the alarm was armed for, leaving it disarmed (the
+    /// driver, as it starts a turn: inserts during the turn leave the arming
+    /// to it).
+    pub(crate) fn take_armed(&self) -> u64 {
+        std::mem::replace(&mut self.lock().armed, u64::MAX)
+    }
+
+    /// Shuts the alarm: the thread wakes (now or at its next wait) and
+    /// ends. For good.
+    pub(crate) fn shut(&self) {
+        let mut state = self.lock();
+        state.shut = true;
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+        self.set_fd(Some(state.at.min(Instant::now())));
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+        self.cond.notify_one();
+    }
+
+    /// Sleeps until the armed time, or until shut.
+    pub(crate) fn wait(&self) -> Woke {
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+        {
+            if self.lock().shut {
+                return Woke::Shut;
+            }
+            let mut buf = [0u8; 8];
+            loop {
+                match rustix::io::read(&self.fd, &mut buf) {
+                    Ok(_) => break,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(err) => {
+                        // Not expected from a blocking timerfd; sleep a
+                        // little rather than spin, and turn.
+                        tracing::warn!(%err, "hashwheel: reading the driver's timerfd failed");
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        break;
+                    }
+                }
+            }
+            if self.lock().shut {
+                Woke::Shut
+            } else {
+                Woke::Due
+            }
+        }
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+        {
+            let mut state = self.lock();
+            loop {
+                if state.shut {
+                    return Woke::Shut;
+                }
+                if state.armed == u64::MAX {
+                    state = self
+                        .cond
+                        .wait(state)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    continue;
+                }
+                let now = Instant::now();
+                if now >= state.at {
+                    return Woke::Due;
+                }
+                let wait = state.at - now;
+                state = self
+                    .cond
+                    .wait_timeout(state, wait)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            }
+        }
+    }
+
+    /// Sets the timerfd to ring at `at` (at once if it has passed), or
+    /// disarms it (`None`); under the lock. A set also clears an expiry not
+    /// yet read.
+    #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+    fn set_fd(&self, at: Option<Instant>) {
+        use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
+        let value = match at {
+            None => Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            Some(at) => {
+                // Relative: std's `Instant` is CLOCK_MONOTONIC, but opaque.
+                // Zero would disarm: a time already past rings in 1 ns.
+                let d = at.saturating_duration_since(Instant::now());
+                let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2);
+                let nanos = i64::from(d.subsec_nanos());
+                Timespec {
+                    tv_sec: secs,
+                    tv_nsec: if secs == 0 && nanos == 0 { 1 } else { nanos },
+                }
+            }
+        };
+        let spec = Itimerspec {
+            it_interval: Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
+        if let Err(err) = rustix::time::timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)
+        {
+            // EINVAL is the only failure for valid arguments on a valid fd.
+            tracing::error!(%err, "hashwheel: setting the driver's timerfd failed");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The thread driver: Netty's worker thread, our way. A thread of its own
+//! sleeps until the next tick with work, turns the wheels (`turn.rs`, as the
+//! tokio driver does) and wakes what expired, outside every lock.
+//!
+//! It is chosen with [`Builder::driver_thread`](crate::Builder::driver_thread),
+//! and is the only driver of a build without the feature `tokio`. Its clock
+//! is std's (`std::time::Instant`): tokio's paused time does not move it.
+//!
+//! # Sleeping
+//!
+//! The thread sleeps on its [`Sleeper`] (a timerfd on Linux, a condition
+//! variable elsewhere), armed for the earliest tick with work: after a turn
+//! by the thread itself, and sooner by an insert whose deadline is earlier
+//! than the one armed (`Common::note_deadline`, as for the tokio driver).
+//! With nothing pending the sleeper is disarmed and the thread sleeps until
+//! an insert arms it: no wake-up at all while idle, none on an empty tick.
+//! The thread turns at most once per tick: after a turn at `now`, its own
+//! re-arm is for `now + tick` at the soonest (an insert may still arm it for
+//! an earlier deadline of its own, once).
+//!
+//! # Why no wake-up is lost
+//!
+//! As for the tokio driver: before a turn the thread marks itself
+//! [`TURNING`] and sets `planned` to `u64::MAX`, so every insert from then
+//! on lowers `planned` and, seeing the turn, leaves the arming to it. After
+//! the turn it lowers `planned` to the earliest work it found
+//! (`fetch_min`, so an insert it missed is kept), arms for that, marks
+//! itself [`IDLE`], and arms again if `planned` went lower meanwhile. Every
+//! arm happens under the sleeper's lock, and the sleep sees the last (see
+//! `sleeper.rs`). Modelled in `tests/shuttle_thread.rs`.
+//!
+//! # Ending
+//!
+//! The thread holds the timer weakly. It ends when the timer is stopped
+//! ([`Timer::stop`](crate::Timer::stop) shuts the sleeper) or when every
+//! `Timer`, `Timeout`, `Interval` and pending task of it is gone (the
+//! timer's shared state shuts the sleeper as it is dropped): it wakes, finds
+//! that, and returns. It is detached, not joined (the last handle may be
+//! dropped on the thread itself, by a callback); it holds nothing but the
+//! sleeper and weak references once it is past its last turn.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use crate::executor::TaskRunner;
+use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
+use crate::sleeper::{Sleeper, Woke};
+use crate::turn::{self, Fired, BATCH};
+use crate::wheel::raw::NEVER;
+
+/// The name of the driver's thread.
+pub(crate) const THREAD_NAME: &str = "hashwheel-timer";
+
+/// Driver threads running in the process, and Netty's warning past
+/// [`TOO_MANY`] of them (a thread-driven `Timer` per connection or request
+/// is a thread each).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static WARNED: AtomicBool = AtomicBool::new(false);
+const TOO_MANY: usize = 64;
+
+/// Starts the driver thread of `shared`, sleeping on `sleeper` (the one in
+/// its `Common`); due callbacks go to `runner`.
+///
+/// # Errors
+///
+/// The OS's, where it cannot start a thread.
+pub(crate) fn start(
+    shared: &Shared,
+    sleeper: Arc<Sleeper>,
+    runner: TaskRunner,
+) -> std::io::Result<()> {
+    let (common, shards) = shared.driver_parts();
+    let weak = Arc::downgrade(&common);
+    drop(common);
+    let live = LIVE.fetch_add(1, Ordering::Relaxed) + 1;
+    let spawned = std::thread::Builder::new()
+        .name(THREAD_NAME.into())
+        .spawn(move || {
+            run(&weak, &shards, &sleeper, &runner);
+            LIVE.fetch_sub(1, Ordering::Relaxed);
+        });
+    if let Err(err) = spawned {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        return Err(err);
+    }
+    if live > TOO_MANY && !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            live,
+            "hashwheel: too many thread-driven Timers: each has a thread of its \
+             own. Build one and share clones of it, which are cheap, rather than \
+             one per connection or request. Warned once per process."
+        );
+    }
+    tracing::debug!(
+        shards = shared.shards.len(),
+        "hashwheel: driver thread started"
+    );
+    Ok(())
+}
+
+/// The thread's life: sleep, turn, until shut or gone.
+fn run(common: &Weak<Common>, shards: &[Weak<Shard>], sleeper: &Sleeper, runner: &TaskRunner) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let why = loop {
+        if sleeper.wait() == Woke::Shut {
+            break "timer stopped or gone";
+        }
+        let Some(common) = common.upgrade() else {
+            break "every timer handle and timeout dropped";
+        };
+        if common.is_stopped() {
+            break "timer stopped";
+        }
+        common.turn_state.store(TURNING, Ordering::SeqCst);
+        let turned = catch_unwind(AssertUnwindSafe(|| {
+            turn_once(&common, shards, sleeper, runner, &mut batch)
+        }));
+        match turned {
+            Ok((target, soonest)) => {
+                common.turn_state.store(IDLE, Ordering::SeqCst);
+                // An insert that saw the turn left the arming to us.
+                let planned = common.planned.load(Ordering::SeqCst);
+                if planned < target {
+                    common.arm(planned.max(soonest), false);
+                }
+            }
+            Err(panic) => {
+                // Nothing of ours is expected to panic (user callbacks and
+                // wakers are caught where they run); if something does, the
+                // timer stops with a reason every pending timeout reports.
+                turn::contain_panic(&common, shards, runner, &mut batch, &*panic);
+                common.turn_state.store(IDLE, Ordering::SeqCst);
+                break "driver panicked";
+            }
+        }
+        // Not held while asleep: the last handle may go meanwhile.
+        drop(common);
+    };
+    tracing::debug!(why, "hashwheel: driver thread ended");
+}
+
+/// One turn: expires what is due and re-arms the sleeper. Returns the
+/// earliest tick with work, and the soonest the thread turns again.
+fn turn_once(
+    common: &Common,
+    shards: &[Weak<Shard>],
+    sleeper: &Sleeper,
+    runner: &TaskRunner,
+    batch: &mut Vec<Fired>,
+) -> (u64, u64) {
+    #[cfg(all(test, feature = "tokio"))]
+    crate::hooks::in_turn(common);
+    let started = std::time::Instant::now();
+    let now = common.now_tick();
+    let armed = sleeper.take_armed();
+    common.planned.store(u64::MAX, Ordering::SeqCst);
+    common.wakeups.fetch_add(1, Ordering::Relaxed);
+    if armed != u64::MAX && now > armed {
+        let late_ticks = (now - armed) / common.tick_us;
+        common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
+        if late_ticks > 1 {
+            tracing::debug!(late_ticks, "hashwheel: driver thread ran late, catching up");
+        }
+    }
+    let (next, expired) = turn::turn(common, shards, runner, now, batch);
+    let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
+    tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
+    // At most one turn per tick of the grid (the tick after `now`'s): a
+    // turn late in its tick does not push the next one a whole tick later.
+    let soonest = (now / common.tick_us).saturating_add(1).saturating_mul(common.tick_us);
+    let alarm = if target < NEVER {
+        target.max(soonest)
+    } else {
+        u64::MAX
+    };
+    common.arm(alarm, true);
+    common.note_turn(started);
+    (target, soonest)
+}
