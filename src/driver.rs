@@ -49,7 +49,6 @@ use crate::shard::{
 };
 use crate::turn::{self, Fired, BATCH};
 
-
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
 const LAG_WARN: Duration = Duration::from_millis(100);

@@ -65,10 +65,10 @@ wheel alone is [`wheel::Wheel`]."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "thread")]
-mod delay;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod deadlines;
+#[cfg(feature = "thread")]
+mod delay;
 #[cfg(feature = "tokio")]
 pub mod delay_queue;
 #[cfg(feature = "tokio")]

@@ -168,7 +168,9 @@ fn turn_once(
     tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
     // At most one turn per tick of the grid (the tick after `now`'s): a
     // turn late in its tick does not push the next one a whole tick later.
-    let soonest = (now / common.tick_us).saturating_add(1).saturating_mul(common.tick_us);
+    let soonest = (now / common.tick_us)
+        .saturating_add(1)
+        .saturating_mul(common.tick_us);
     let alarm = if target < NEVER {
         target.max(soonest)
     } else {
