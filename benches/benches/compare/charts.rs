@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::config::{repository, Config};
-use crate::report::{Line, Row};
+use crate::report::Row;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -122,7 +122,7 @@ fn groups(rows: &[Row], contenders: &[Contender], picks: &[Pick]) -> Option<Vec<
 /// Draws every chart whose workloads this run measured into `cfg.charts`;
 /// says on stderr what it wrote and what it left alone. A chart that cannot
 /// be written is reported, and the run goes on.
-pub fn draw_all(cfg: &Config, rows: &[Row], lines: &[Line]) {
+pub fn draw_all(cfg: &Config, rows: &[Row]) {
     let Some(dir) = &cfg.charts else {
         eprintln!("charts: none drawn (--no-charts, or a --quick run without --charts)");
         return;
@@ -283,8 +283,6 @@ pub fn draw_all(cfg: &Config, rows: &[Row], lines: &[Line]) {
         &notes,
         &queues,
     );
-
-    crate::rival_charts::draw_all(cfg, dir, lines);
 }
 
 /// A panel of one figure (one cluster of bars, no label below it).

@@ -240,5 +240,10 @@ fn main() {
             println!("{}", child::ALT_NOTE);
         }
     }
-    charts::draw_all(&cfg, &rows, &lines);
+    charts::draw_all(&cfg, &rows);
+    // The rivals' charts (W9's rivals, W10, W11, W12) draw on the same
+    // helpers; `charts::draw_all` made the folder.
+    if let Some(dir) = &cfg.charts {
+        rival_charts::draw_all(&cfg, dir, &lines);
+    }
 }
