@@ -864,14 +864,38 @@ fn has_time_driver(handle: &Handle) -> bool {
     std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
 }
 
-/// Reserves room for `per_shard` entries and deadline words on every shard
-/// of a timer being built ([`Builder::capacity`]).
-fn reserve(shared: &Shared, per_shard: usize) {
-    if per_shard > 0 {
-        for shard in shared.shards.iter() {
-            shard.lock().wheel.reserve(per_shard);
-            shard.deadlines.reserve(per_shard);
+/// What [`Builder::build`] checked and worked out, for either driver.
+struct Plan {
+    tick: Duration,
+    tick_us: u64,
+    wheel_size: usize,
+    ring: usize,
+    shards: usize,
+    /// Entries reserved on each shard ([`Builder::capacity`]).
+    per_shard: usize,
+    max_pending: Option<usize>,
+}
+
+impl Plan {
+    /// The shared state of a timer driven by `drive`, with the room
+    /// [`Builder::capacity`] asked for reserved on every shard.
+    fn shared(&self, drive: Drive) -> Arc<Shared> {
+        let shared = Shared::new(
+            self.tick,
+            self.tick_us,
+            self.wheel_size,
+            self.ring,
+            self.shards,
+            self.max_pending,
+            drive,
+        );
+        if self.per_shard > 0 {
+            for shard in shared.shards.iter() {
+                shard.lock().wheel.reserve(self.per_shard);
+                shard.deadlines.reserve(self.per_shard);
+            }
         }
+        shared
     }
 }
 
@@ -1274,13 +1298,22 @@ impl Builder {
         }
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let tick_us = tick_ns.div_ceil(UNIT_NS);
+        let plan = Plan {
+            tick,
+            tick_us,
+            wheel_size,
+            ring,
+            shards,
+            per_shard,
+            max_pending: self.max_pending,
+        };
         #[cfg(feature = "thread")]
         if thread {
-            return self.build_thread(tick, tick_us, wheel_size, ring, shards, per_shard);
+            return self.build_thread(&plan);
         }
         #[cfg(feature = "tokio")]
         {
-            self.build_runtime(tick, tick_us, wheel_size, ring, shards, per_shard)
+            self.build_runtime(&plan)
         }
         #[cfg(not(feature = "tokio"))]
         unreachable!("without tokio every timer is thread-driven")
@@ -1288,15 +1321,7 @@ impl Builder {
 
     /// [`build`](Self::build) for a timer driven by a runtime.
     #[cfg(feature = "tokio")]
-    fn build_runtime(
-        self,
-        tick: Duration,
-        tick_us: u64,
-        wheel_size: usize,
-        ring: usize,
-        shards: usize,
-        per_shard: usize,
-    ) -> Result<Timer, Error> {
+    fn build_runtime(self, plan: &Plan) -> Result<Timer, Error> {
         let executor = self.executor();
         let handle = match self.handle {
             Some(handle) => handle,
@@ -1311,31 +1336,14 @@ impl Builder {
                 "the runtime has no time driver: build it with enable_time() or enable_all()",
             ));
         }
-        let shared = Shared::new(
-            tick,
-            tick_us,
-            wheel_size,
-            ring,
-            shards,
-            self.max_pending,
-            Drive::Runtime,
-        );
-        reserve(&shared, per_shard);
+        let shared = plan.shared(Drive::Runtime);
         driver::start(&handle, &shared, executor);
         Ok(Timer { shared })
     }
 
     /// [`build`](Self::build) for a thread-driven timer.
     #[cfg(feature = "thread")]
-    fn build_thread(
-        self,
-        tick: Duration,
-        tick_us: u64,
-        wheel_size: usize,
-        ring: usize,
-        shards: usize,
-        per_shard: usize,
-    ) -> Result<Timer, Error> {
+    fn build_thread(self, plan: &Plan) -> Result<Timer, Error> {
         let executor = self.executor();
         #[cfg(feature = "tokio")]
         let runner = {
@@ -1353,16 +1361,7 @@ impl Builder {
         let sleeper = Sleeper::new().map(Arc::new).map_err(|err| {
             Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
         })?;
-        let shared = Shared::new(
-            tick,
-            tick_us,
-            wheel_size,
-            ring,
-            shards,
-            self.max_pending,
-            Drive::Thread(sleeper.clone()),
-        );
-        reserve(&shared, per_shard);
+        let shared = plan.shared(Drive::Thread(sleeper.clone()));
         thread_driver::start(&shared, sleeper, runner).map_err(|err| {
             Error::invalid_config(format!("the driver's thread could not be started: {err}"))
         })?;
