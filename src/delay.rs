@@ -89,6 +89,16 @@ fn build() -> Timer {
 /// used in the child (they belong to the parent's timer); neither may a
 /// thread-driven [`Timer`] of yours: build a new one there.
 ///
+/// That check is a `getpid` system call in every [`Delay::new`] (about
+/// 100 ns on a virtual machine, more than the rest of a `Delay`'s life):
+/// safe Rust has no cheaper exact way to tell a forked child (no
+/// `pthread_atfork`, and every thread-local or shared flag is copied into
+/// the child unchanged), and a child that used its parent's timer would
+/// lose its delays (no driver thread) or wake its parent's. A hot path
+/// that creates many delays (a timeout per request) builds a thread-driven
+/// [`Timer`] once and calls [`Timer::sleep`]: the same wheel and thread,
+/// with no system call per delay.
+///
 /// # Examples
 ///
 /// ```
@@ -118,6 +128,9 @@ impl Delay {
     pub const TICK: Duration = DELAY_TICK;
 
     /// A delay that completes `dur` from now.
+    ///
+    /// Reads the process id (a system call) to start a timer of its own in
+    /// a forked child: see [the type's docs](Delay#fork).
     ///
     /// # Panics
     ///

@@ -27,7 +27,7 @@
 //! on Linux too, so that CI runs the other platforms' path.
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
 use std::sync::Condvar;
@@ -41,6 +41,10 @@ struct State {
     at: Instant,
     /// The timer stopped or is gone: the thread ends.
     shut: bool,
+    /// The alarm rings on every tick of the driver's grid (a periodic
+    /// timerfd, set by [`Sleeper::rearm`]) rather than once: while it does,
+    /// the driver's re-arm for the next tick of the grid is no syscall.
+    periodic: bool,
 }
 
 /// The thread driver's alarm.
@@ -74,6 +78,7 @@ impl Sleeper {
                 armed: u64::MAX,
                 at: Instant::now(),
                 shut: false,
+                periodic: false,
             }),
             #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
             fd: rustix::time::timerfd_create(
@@ -103,13 +108,66 @@ impl Sleeper {
         }
         state.armed = tick;
         state.at = at;
+        state.periodic = false;
         #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        self.set_fd(if tick == u64::MAX { None } else { Some(at) });
+        self.set_fd(if tick == u64::MAX { None } else { Some(at) }, None);
         #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
         if !force {
             self.cond.notify_one();
         }
         true
+    }
+
+    /// The driver's re-arm after a turn, for `tick` at `at` (`u64::MAX`:
+    /// nothing pending). `grid` is the tick of the driver's grid when
+    /// `tick` is its next one (the soonest the driver turns again): the
+    /// alarm then rings on every tick of the grid from `at` on, and a later
+    /// re-arm for the next tick of the grid finds it so and changes nothing.
+    /// A timer with work on every tick (many short sleeps) then pays no
+    /// `timerfd_settime` per turn, only the read it sleeps in. Anything
+    /// else sets a single ring (or disarms), as [`arm`](Self::arm) does.
+    /// Returns whether it changed the alarm.
+    ///
+    /// While the alarm rings on the grid, it rings no later than the next
+    /// tick of the grid after any turn, which is never after `at` (`tick`
+    /// is that next tick): an insert that needs it sooner arms it once,
+    /// which ends the periodic ringing (`arm` clears `periodic`, under the
+    /// lock). With nothing pending, a single ring already rang (the driver
+    /// woke from it) unless an insert set one during the turn, which rings
+    /// once for nothing at worst: only a periodic alarm is disarmed.
+    pub(crate) fn rearm(&self, tick: u64, at: Instant, grid: Option<Duration>) -> bool {
+        let mut state = self.lock();
+        if state.shut {
+            return false;
+        }
+        state.armed = tick;
+        state.at = at;
+        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+        {
+            match grid {
+                Some(_) if state.periodic => false,
+                Some(period) => {
+                    state.periodic = true;
+                    self.set_fd(Some(at), Some(period));
+                    true
+                }
+                None if tick == u64::MAX && !state.periodic => false,
+                None => {
+                    state.periodic = false;
+                    self.set_fd((tick != u64::MAX).then_some(at), None);
+                    true
+                }
+            }
+        }
+        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+        {
+            // The thread looks at the armed time under the lock before it
+            // waits: nothing to set, nothing to notify (the thread itself
+            // re-arms, before it waits).
+            let _ = grid;
+            state.periodic = false;
+            true
+        }
     }
 
     /// Takes the tick the alarm was armed for, leaving it disarmed (the
@@ -124,8 +182,9 @@ impl Sleeper {
     pub(crate) fn shut(&self) {
         let mut state = self.lock();
         state.shut = true;
+        state.periodic = false;
         #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        self.set_fd(Some(state.at.min(Instant::now())));
+        self.set_fd(Some(state.at.min(Instant::now())), None);
         #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
         self.cond.notify_one();
     }
@@ -185,11 +244,11 @@ impl Sleeper {
         }
     }
 
-    /// Sets the timerfd to ring at `at` (at once if it has passed), or
-    /// disarms it (`None`); under the lock. A set also clears an expiry not
-    /// yet read.
+    /// Sets the timerfd to ring at `at` (at once if it has passed), and
+    /// then every `period` if one is given, or disarms it (`None`); under
+    /// the lock. A set also clears an expiry not yet read.
     #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-    fn set_fd(&self, at: Option<Instant>) {
+    fn set_fd(&self, at: Option<Instant>, period: Option<Duration>) {
         use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
         let value = match at {
             None => Timespec {
@@ -208,11 +267,18 @@ impl Sleeper {
                 }
             }
         };
-        let spec = Itimerspec {
-            it_interval: Timespec {
+        let interval = match (at, period) {
+            (Some(_), Some(p)) => Timespec {
+                tv_sec: i64::try_from(p.as_secs()).unwrap_or(i64::MAX / 2),
+                tv_nsec: i64::from(p.subsec_nanos()),
+            },
+            _ => Timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
+        };
+        let spec = Itimerspec {
+            it_interval: interval,
             it_value: value,
         };
         if let Err(err) = rustix::time::timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)
@@ -220,5 +286,44 @@ impl Sleeper {
             // EINVAL is the only failure for valid arguments on a valid fd.
             tracing::error!(%err, "hashwheel: setting the driver's timerfd failed");
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(hashwheel_condvar)))]
+mod tests {
+    use super::*;
+
+    /// The driver's re-arm for the next tick of its grid sets a periodic
+    /// timerfd once: it rings tick after tick with no further set, a second
+    /// re-arm on the grid changes nothing, and an insert's arm or a re-arm
+    /// off the grid ends it.
+    #[test]
+    fn a_rearm_on_the_grid_rings_every_tick_from_one_set() {
+        let sleeper = Sleeper::new().unwrap();
+        let tick = Duration::from_micros(200);
+        let start = Instant::now();
+        assert!(sleeper.rearm(1, start + tick, Some(tick)), "set once");
+        assert!(!sleeper.rearm(2, start + 2 * tick, Some(tick)), "kept");
+        // Rings three times, never before its first time, with no set.
+        for _ in 0..3 {
+            assert_eq!(sleeper.wait(), Woke::Due);
+        }
+        assert!(start.elapsed() >= tick, "rang early");
+        // An insert's arm sets a single ring: the next re-arm on the grid
+        // sets the fd again.
+        assert!(sleeper.arm(0, Instant::now(), false));
+        assert_eq!(sleeper.wait(), Woke::Due);
+        assert!(
+            sleeper.rearm(5, Instant::now() + tick, Some(tick)),
+            "set again"
+        );
+        // Nothing pending: a periodic alarm is disarmed, once.
+        assert!(sleeper.rearm(u64::MAX, Instant::now(), None), "disarmed");
+        assert!(!sleeper.rearm(u64::MAX, Instant::now(), None), "already");
+        // Off the grid: a single ring.
+        assert!(sleeper.rearm(9, Instant::now() + tick, None));
+        assert_eq!(sleeper.wait(), Woke::Due);
+        sleeper.shut();
+        assert_eq!(sleeper.wait(), Woke::Shut);
     }
 }

@@ -57,7 +57,10 @@ pub struct Stats {
     /// an insert earlier than everything pending. Each may wake a parked
     /// worker of the runtime, so on a steady load it stays at about one
     /// per driver wake-up; resets and re-arms of timeouts that are not the
-    /// earliest do not touch it.
+    /// earliest do not touch it. On the thread driver it counts each
+    /// setting of its alarm (a `timerfd_settime` on Linux): while every
+    /// tick has work the alarm rings on each tick from one setting, so it
+    /// stays far below [`driver_wakeups`](Self::driver_wakeups).
     pub alarm_arms: u64,
     /// The longest single turn of the driver: the wall-clock time from its
     /// wake-up to the end of its turn, expiring, waking and handing on what

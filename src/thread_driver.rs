@@ -16,7 +16,10 @@
 //! an insert arms it: no wake-up at all while idle, none on an empty tick.
 //! The thread turns at most once per tick: after a turn at `now`, its own
 //! re-arm is for `now + tick` at the soonest (an insert may still arm it for
-//! an earlier deadline of its own, once).
+//! an earlier deadline of its own, once). While every tick has work (many
+//! short sleeps), the alarm rings on each tick of the grid, set once for
+//! all of them: a turn then costs the read the thread sleeps in, and no
+//! `timerfd_settime` (see `Sleeper::rearm`).
 //!
 //! # Why no wake-up is lost
 //!
@@ -42,6 +45,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use crate::executor::TaskRunner;
 use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
@@ -176,7 +180,12 @@ fn turn_once(
     } else {
         u64::MAX
     };
-    common.arm(alarm, true);
+    // Work on the next tick of the grid: the alarm rings on every tick of
+    // the grid, set once for as long as that lasts (see `Sleeper::rearm`).
+    let grid = (alarm == soonest).then(|| Duration::from_micros(common.tick_us));
+    if sleeper.rearm(alarm, common.instant_of(alarm), grid) {
+        common.alarm_arms.fetch_add(1, Ordering::Relaxed);
+    }
     common.note_turn(started);
     (target, soonest)
 }

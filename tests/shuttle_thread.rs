@@ -26,10 +26,17 @@
 //!   driver asleep and the checker waiting for it: every thread blocked,
 //!   which shuttle reports as a deadlock.
 //!
+//! The timerfd is modelled apart from the sleeper's state: when it rings
+//! next, and whether it rings on every tick (the driver's periodic re-arm
+//! while every tick has work, `Sleeper::rearm`), as the kernel keeps them;
+//! the sleeper's `periodic` is what the code believes of it.
+//!
 //! Deliberately broken variants, each caught: a driver that skips its
-//! re-check of `planned` after going idle, and a sleeper that decides how
+//! re-check of `planned` after going idle, a sleeper that decides how
 //! long to sleep from the armed time read before it takes the lock to wait
-//! (the classic lost wake-up: an arm in between is missed).
+//! (the classic lost wake-up: an arm in between is missed), and an insert's
+//! arm that leaves `periodic` set (the driver then trusts a periodic ring
+//! that the insert's single one replaced).
 #![cfg(shuttle)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -57,12 +64,20 @@ enum Variant {
     /// The sleeper reads the armed time, lets the lock go, and waits on
     /// the stale value.
     StaleSleep,
+    /// `Sleeper::arm` sets a single ring but leaves `periodic` set.
+    PeriodicKept,
 }
 
 /// `sleeper::State`.
 struct SleepState {
     armed: u64,
     shut: bool,
+    /// `sleeper::State::periodic`: the alarm rings on every tick.
+    periodic: bool,
+    /// The timerfd as the kernel keeps it: its next ring (`MAX`: disarmed)
+    /// and whether it rings again a tick after each.
+    fd_at: u64,
+    fd_periodic: bool,
     /// The model's clock (the kernel's, for a timerfd).
     now: u64,
 }
@@ -94,7 +109,40 @@ impl Model {
             return;
         }
         state.armed = tick;
+        if self.variant != Variant::PeriodicKept {
+            state.periodic = false;
+        }
         // The timerfd is set under the lock; a sleeping reader sees it.
+        state.fd_at = tick;
+        state.fd_periodic = false;
+        self.cond.notify_all();
+    }
+
+    /// `Sleeper::rearm`: the driver's re-arm after a turn; `grid` when
+    /// `tick` is the next tick of its grid.
+    fn rearm(&self, tick: u64, grid: bool) {
+        let mut state = self.sleep.lock().unwrap();
+        if state.shut {
+            return;
+        }
+        state.armed = tick;
+        match (grid, state.periodic) {
+            // Rings on every tick already: no syscall.
+            (true, true) => return,
+            (true, false) => {
+                state.periodic = true;
+                state.fd_at = tick;
+                state.fd_periodic = true;
+            }
+            // Nothing pending, and a single ring rang (or an insert's
+            // rings once, for nothing).
+            (false, false) if tick == MAX => return,
+            (false, _) => {
+                state.periodic = false;
+                state.fd_at = tick;
+                state.fd_periodic = false;
+            }
+        }
         self.cond.notify_all();
     }
 
@@ -103,12 +151,14 @@ impl Model {
         std::mem::replace(&mut self.sleep.lock().unwrap().armed, MAX)
     }
 
-    /// `Sleeper::wait`: true once due, false once shut.
+    /// `Sleeper::wait`: true once due, false once shut. The read of the
+    /// timerfd returns once its time has come, and takes the ring: a
+    /// single one is gone, a periodic one rings next on the next tick.
     fn wait(&self) -> bool {
         let stale = if self.variant == Variant::StaleSleep {
-            let armed = self.sleep.lock().unwrap().armed;
+            let at = self.sleep.lock().unwrap().fd_at;
             thread::yield_now();
-            Some(armed)
+            Some(at)
         } else {
             None
         };
@@ -117,8 +167,15 @@ impl Model {
             if state.shut {
                 return false;
             }
-            let armed = stale.unwrap_or(state.armed);
-            if armed != MAX && state.now >= armed {
+            let at = stale.unwrap_or(state.fd_at);
+            if at != MAX && state.now >= at {
+                if state.now >= state.fd_at {
+                    state.fd_at = if state.fd_periodic {
+                        state.now + TICK
+                    } else {
+                        MAX
+                    };
+                }
                 return true;
             }
             state = self.cond.wait(state).unwrap();
@@ -162,7 +219,7 @@ impl Model {
         } else {
             MAX
         };
-        self.arm(alarm, true);
+        self.rearm(alarm, alarm == soonest);
         (target, soonest)
     }
 
@@ -204,6 +261,9 @@ fn scenario(variant: Variant) {
         sleep: Mutex::new(SleepState {
             armed: MAX,
             shut: false,
+            periodic: false,
+            fd_at: MAX,
+            fd_periodic: false,
             now: 0,
         }),
         cond: Condvar::new(),
@@ -338,5 +398,11 @@ fn a_driver_without_its_recheck_of_planned_is_caught() {
 #[test]
 fn a_sleep_on_a_stale_armed_time_is_caught() {
     let failure = explore(Variant::StaleSleep).expect_err("the lost wake-up went unnoticed");
+    println!("caught: {failure}");
+}
+
+#[test]
+fn an_arm_that_leaves_the_alarm_periodic_is_caught() {
+    let failure = explore(Variant::PeriodicKept).expect_err("the lost wake-up went unnoticed");
     println!("caught: {failure}");
 }
