@@ -58,12 +58,14 @@ const LAG_WARN: Duration = Duration::from_millis(100);
 /// time driver (checked by [`Builder::build`](crate::Builder::build)).
 pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
-    let sleep = {
+    let (sleep, spare) = {
         let _entered = handle.enter();
-        let never = far_future(tokio::time::Instant::now().into_std());
-        Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
-            never,
-        )))
+        let never =
+            tokio::time::Instant::from_std(far_future(tokio::time::Instant::now().into_std()));
+        (
+            Box::pin(tokio::time::sleep_until(never)),
+            Box::pin(tokio::time::sleep_until(never)),
+        )
     };
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
@@ -73,6 +75,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
+        spare,
         waker: Waker::from(driver),
         handle: handle.clone(),
         armed: u64::MAX,
