@@ -542,6 +542,16 @@ impl Common {
     /// the runtime's own timer calls the driver while it processes its
     /// timers, and the wakes the driver makes are batched with the
     /// runtime's.
+    ///
+    /// The driver's re-arm (`force`) also moves the alarm's spare, a
+    /// second `Sleep` that is never polled, to one runtime millisecond after
+    /// the alarm: the runtime computes its next wake-up before it calls the
+    /// alarm's waker, and a registration earlier than that wake-up unparks
+    /// its driver (an eventfd write, on every turn without the spare). When
+    /// a turn runs a whole millisecond late the spare has rung with the
+    /// alarm and that turn still unparks (twice: the alarm, then the
+    /// spare). Once nothing is pending the spare rings once more, waking
+    /// nothing.
     pub(crate) fn arm(&self, tick: u64, force: bool) {
         #[cfg(feature = "thread")]
         if let Some(sleeper) = &self.sleeper {
