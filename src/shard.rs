@@ -543,9 +543,9 @@ impl Common {
     /// timers, and the wakes the driver makes are batched with the
     /// runtime's.
     ///
-    /// The driver's re-arm (`force`) also moves the alarm's spare, a
-    /// second `Sleep` that is never polled, to one runtime millisecond after
-    /// the alarm: the runtime computes its next wake-up before it calls the
+    /// On a runtime, the driver's re-arm (`force`) also moves the alarm's
+    /// spare, a second `Sleep` that is never polled, to one runtime
+    /// millisecond after the alarm: the runtime computes its next wake-up before it calls the
     /// alarm's waker, and a registration earlier than that wake-up unparks
     /// its driver (an eventfd write, on every turn without the spare). When
     /// a turn runs a whole millisecond late the spare has rung with the
