@@ -8,7 +8,9 @@
 //! worker is unparked per wake. After each turn the driver re-arms the
 //! alarm for the next tick with work; with nothing pending it leaves it
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
-//! it earlier itself (see [`Common::note_deadline`]).
+//! it earlier itself (see [`Common::note_deadline`]). A second, spare
+//! runtime timer one millisecond after the alarm keeps that re-arm from
+//! unparking the runtime's driver (see [`Common::arm`]).
 //!
 //! Due `schedule` callbacks go to the timer's
 //! [`TaskExecutor`](crate::TaskExecutor) (see `executor.rs`): spawned as
@@ -58,12 +60,14 @@ const LAG_WARN: Duration = Duration::from_millis(100);
 /// time driver (checked by [`Builder::build`](crate::Builder::build)).
 pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
-    let sleep = {
+    let (sleep, spare) = {
         let _entered = handle.enter();
-        let never = far_future(tokio::time::Instant::now().into_std());
-        Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
-            never,
-        )))
+        let never =
+            tokio::time::Instant::from_std(far_future(tokio::time::Instant::now().into_std()));
+        (
+            Box::pin(tokio::time::sleep_until(never)),
+            Box::pin(tokio::time::sleep_until(never)),
+        )
     };
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
@@ -73,6 +77,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     });
     *lock(&common.alarm) = Some(Alarm {
         sleep,
+        spare,
         waker: Waker::from(driver),
         handle: handle.clone(),
         armed: u64::MAX,
@@ -213,10 +218,11 @@ impl Driver {
         // the CPU on W9 but skipped a runtime millisecond whenever a turn
         // ran more than half a tick late, which put the p99 lateness of W4
         // and W9 0.2-1 ms behind tokio's. Without it p50 and p99 are well
-        // below tokio's; the CPU is level with tokio's on 2 workers and
-        // above it on 1 (each turn re-arms the runtime's timer, which
-        // unparks its driver: see BENCHMARKS.md). A tick over 1 ms is the
-        // knob that trades lateness for fewer turns.
+        // below tokio's. The re-arm from inside the runtime's timer
+        // processing used to unpark the runtime's driver on every turn (an
+        // eventfd write); the alarm's spare timer prevents that (see
+        // `Common::arm`). A tick over 1 ms is the knob that trades lateness
+        // for fewer turns.
         common.arm(target, true);
         common.note_turn(started);
         target

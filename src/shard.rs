@@ -118,6 +118,11 @@ pub(crate) const AGAIN: u8 = 2;
 #[cfg(feature = "tokio")]
 pub(crate) struct Alarm {
     pub(crate) sleep: Pin<Box<Sleep>>,
+    /// A second runtime timer, registered one runtime millisecond after the
+    /// alarm whenever the driver re-arms it after a turn, and never polled:
+    /// it wakes nothing. It only keeps the runtime's next wake-up at or
+    /// before the driver's next re-arm (see [`Common::arm`]).
+    pub(crate) spare: Pin<Box<Sleep>>,
     /// Turns the wheels (see `driver`).
     pub(crate) waker: Waker,
     /// The runtime the alarm rings on.
@@ -128,6 +133,11 @@ pub(crate) struct Alarm {
     /// exists: until the timer stops or its last handle goes.
     pub(crate) _live: LiveTimer,
 }
+
+/// How far after the alarm the spare is registered: the runtime's timer
+/// resolution (see [`Alarm::spare`]).
+#[cfg(feature = "tokio")]
+const SPARE_AFTER: Duration = Duration::from_millis(1);
 
 #[cfg(feature = "tokio")]
 thread_local! {
@@ -532,6 +542,16 @@ impl Common {
     /// the runtime's own timer calls the driver while it processes its
     /// timers, and the wakes the driver makes are batched with the
     /// runtime's.
+    ///
+    /// On a runtime, the driver's re-arm (`force`) also moves the alarm's
+    /// spare, a second `Sleep` that is never polled, to one runtime
+    /// millisecond after the alarm: the runtime computes its next wake-up before it calls the
+    /// alarm's waker, and a registration earlier than that wake-up unparks
+    /// its driver (an eventfd write, on every turn without the spare). When
+    /// a turn runs a whole millisecond late the spare has rung with the
+    /// alarm and that turn still unparks (twice: the alarm, then the
+    /// spare). Once nothing is pending the spare rings once more, waking
+    /// nothing.
     pub(crate) fn arm(&self, tick: u64, force: bool) {
         #[cfg(feature = "thread")]
         if let Some(sleeper) = &self.sleeper {
@@ -589,6 +609,24 @@ impl Common {
                         .poll(&mut Context::from_waker(waker))
                         .is_ready()
                 });
+            if force {
+                // The driver re-arms from inside the runtime's timer
+                // processing, after the runtime computed its next wake-up
+                // without the alarm (which just rang): a re-arm earlier
+                // than that wake-up unparks the runtime's driver, an
+                // eventfd write per turn (about 900 a second on W9). The
+                // spare, registered at the earliest instant the next re-arm
+                // can have (one runtime millisecond after this one, as the
+                // next turn finds nothing due before the alarm's
+                // millisecond is over), keeps that wake-up at or before
+                // it. Moving it later is an atomic store (no lock, no
+                // unpark); it wakes nothing when it rings, so it can never
+                // turn the wheels nor fire anything early.
+                alarm
+                    .spare
+                    .as_mut()
+                    .reset(tokio::time::Instant::from_std(instant + SPARE_AFTER));
+            }
             if ready {
                 alarm.armed = u64::MAX;
             }

@@ -384,7 +384,11 @@ const T_EXPIRED: u8 = 1;
 const T_CANCELLED: u8 = 2;
 
 /// `shard::Alarm`: the tick it is armed for. Its `Sleep`'s registration in
-/// the runtime is [`Common::registered`].
+/// the runtime is [`Common::registered`]. The alarm's spare `Sleep` (moved
+/// to one runtime millisecond after the alarm on each re-arm after a turn)
+/// is not modelled: it is never polled, so it holds no waker and rings
+/// nothing; it only changes whether the runtime unparks its own driver,
+/// which this model does not have.
 struct Alarm {
     armed: u64,
 }
