@@ -68,7 +68,7 @@ type BigWords = OnceLock<Box<[AtomicU64; PAGE]>>;
 /// needs them) and never move or go away, so the words can be read and
 /// written without the lock.
 ///
-/// The pages below [`PAGE`] keys (64 to 512 words) sit in a fixed table.
+/// The pages below [`PAGE`] keys (64 to 128 words) sit in a fixed table.
 /// From there on the pages of [`PAGE`] words are reached through
 /// *super-pages*, as `sharded-slab` lays out its pages: super-page `j`
 /// holds the `2^j` pages of keys `PAGE·2^j` up to twice that, and its

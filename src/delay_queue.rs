@@ -771,7 +771,7 @@ impl<T> DelayQueue<T> {
     }
 
     /// Gives back the memory of free slots at the end of the queue's storage,
-    /// in whole pages of 1,024 past the first 1,024 slots (all of it when
+    /// in whole pages of 256 past the first 256 slots (all of it when
     /// the queue is empty). Items do not move; see
     /// [`compact`](Self::compact).
     ///
@@ -795,8 +795,8 @@ impl<T> DelayQueue<T> {
     }
 
     /// Moves items into free slots and gives back the rest, so that the
-    /// capacity is the length (in whole pages of 1,024 items past the
-    /// first 1,024). Keys stay valid. O(len).
+    /// capacity is the length (in whole pages of 256 items past the
+    /// first 256). Keys stay valid. O(len).
     ///
     /// # Examples
     ///

@@ -619,9 +619,9 @@ impl Timer {
     /// Storage grows to the most timeouts ever held at once and is reused
     /// after that; call this when a burst is over. Returns the bytes freed.
     ///
-    /// Storage comes in pages of up to 1,024 entries, keyed by slot. This
+    /// Storage comes in pages of up to 256 entries, keyed by slot. This
     /// gives back, in each shard, the storage above the highest slot still
-    /// in use, in whole pages past the first 1,024 slots (all of it when
+    /// in use, in whole pages past the first 256 slots (all of it when
     /// nothing is pending), and the pages of the interval and
     /// scheduled-task tables that hold none. It keeps the slots below a live entry (a timeout
     /// keeps its slot while it lives: nothing moves) and the deadline words
@@ -1069,7 +1069,7 @@ impl Builder {
     /// split matches the load; a timer used from one thread fills one
     /// shard, so give it [`shards(1)`](Builder::shards) to reserve it all
     /// there. Growing past the reservation is cheap either way: storage
-    /// grows a page (1,024 entries) at a time and never copies what it
+    /// grows a page (256 entries) at a time and never copies what it
     /// holds. [`Timer::shrink`] gives back what is not in use, reserved or
     /// not. Intervals and scheduled tasks take a little more, allocated as
     /// they come.

@@ -210,9 +210,9 @@ async fn a_reserved_capacity_is_allocated_by_build() {
     // Split across shards: each reserves its part.
     let split = Timer::builder().shards(4).capacity(n).build().unwrap();
     let freed = split.shrink();
-    // Each shard reserves its quarter, to within a page of 1,024 entries.
+    // Each shard reserves its quarter, to within a page of 256 entries.
     assert!(
-        (n * 32..(n + 4 * 1024) * 32).contains(&freed),
+        (n * 32..(n + 4 * 256) * 32).contains(&freed),
         "{freed} bytes reserved for {n} timeouts over 4 shards"
     );
     let timer = Timer::builder().shards(1).capacity(n).build().unwrap();

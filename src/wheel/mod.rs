@@ -39,7 +39,7 @@
 //!
 //! | operation | cost |
 //! |---|---|
-//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slot of the store and a list push or unlink; an insert allocates at most one page of 1,024 entries and never copies the ones held |
+//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slot of the store and a list push or unlink; an insert allocates at most one page of 256 entries and never copies the ones held |
 //! | [`poll`](Wheel::poll) | O(1) per entry taken out; empty ticks and rounds are skipped with occupancy bit sets |
 //! | [`next_tick`](Wheel::next_tick) | O(1), plus a look at up to 64 entries of the next round's ring slot |
 //! | [`peek`](Wheel::peek) | O(1) while the current round has entries; else a scan of ring slots |
@@ -47,8 +47,8 @@
 //!
 //! An entry takes 24 bytes plus the value, rounded up to 8 (24 in all for
 //! `()`, 32 for a `u64`) in the wheel's store, and a key is 12 bytes
-//! (`Option<Key>` too). The store keeps entries in pages (64, 64, 128,
-//! 256 and 512 entries, then 1,024 each) that are allocated as the wheel
+//! (`Option<Key>` too). The store keeps entries in pages (64, 64 and
+//! 128 entries, then 256 each) that are allocated as the wheel
 //! grows and never moved, so memory follows the entry count to within a
 //! page and no insert stalls on a copy. The wheel itself is two arrays of
 //! `u32` list heads, buckets and ring slots (2 KiB each by default).
@@ -637,7 +637,7 @@ impl<T> Wheel<T> {
     }
 
     /// Gives back the memory of free slots at the end of the store, in
-    /// whole pages of 1,024 past the first 1,024 slots (all of it when the
+    /// whole pages of 256 past the first 256 slots (all of it when the
     /// wheel is empty). Entries do not move; see
     /// [`compact`](Self::compact) for that.
     ///
@@ -658,8 +658,8 @@ impl<T> Wheel<T> {
     }
 
     /// Moves entries into free slots and gives back the rest of the store, so
-    /// that the capacity is the length (in whole pages of 1,024 entries
-    /// past the first 1,024). Keys stay valid: the wheel remembers
+    /// that the capacity is the length (in whole pages of 256 entries
+    /// past the first 256). Keys stay valid: the wheel remembers
     /// where each moved entry went (in a map that empties as those entries
     /// leave). O(len).
     ///

@@ -8,25 +8,34 @@
 //! the one before, so that a small wheel allocates little, then pages of
 //! [`PAGE`] keys each:
 //!
-//! | page | keys                         | size          |
-//! |------|------------------------------|---------------|
-//! | 0    | `0..64`                      | 64            |
-//! | 1    | `64..128`                    | 64            |
-//! | 2-4  | `128..256` ... `512..1024`   | 128, 256, 512 |
-//! | n ≥ 5 | `(n-4)·1024..(n-3)·1024`    | 1,024         |
+//! | page  | keys                      | size |
+//! |-------|---------------------------|------|
+//! | 0     | `0..64`                   | 64   |
+//! | 1     | `64..128`                 | 64   |
+//! | 2     | `128..256`                | 128  |
+//! | n ≥ 3 | `(n-2)·256..(n-1)·256`    | 256  |
 //!
 //! A key maps to its page and its place there with a comparison, a shift
 //! and a mask ([`locate`]); no hashing. A page is allocated at its full size
 //! when its first key is handed out and is never copied as the store grows:
-//! an insert costs at most one allocation of a page (32 KiB of the timer's
-//! 32-byte entries), whatever the size of the store. The directory of the
-//! pages of [`PAGE`] keys is a `Vec` of pointers (8 bytes per 1,024 keys),
-//! which is all that moves when it grows: 32 KiB at 4,000,000 keys.
+//! an insert costs at most one allocation and fill of a page (8 KiB of the
+//! timer's 32-byte entries, a few microseconds), whatever the size of the
+//! store. The directory of the pages of [`PAGE`] keys is a `Vec` of
+//! pointers (8 bytes per 256 keys), which is all that moves when it grows:
+//! 125 KiB at 4,000,000 keys.
+//!
+//! Why 256: a page is filled when it is allocated (safe Rust has no
+//! uninitialised pages), so its size sets the rare insert that pays for a
+//! fresh page: with pages of 1,024 that fill (32 KiB, page faults
+//! included) was the p99.99 of inserts while growing (W11: about 19 µs,
+//! tokio's level); with 256 it is about 8 µs, for 0.02 B more per timer of
+//! directory. Pages filled lazily instead (a `Vec` pushed into) spread the
+//! page faults over one insert in 128 and made them the p99 (1.3 µs).
 //!
 //! Capacities are exact up to [`PAGE`] values, as a `Vec`'s: the small
 //! pages may be allocated short by [`Store::reserve`], or cut short by
 //! [`Store::shrink`] and [`Store::compact`], and such a page grows to its
-//! size (one reallocation of at most 512 values) when keys reach past it.
+//! size (one reallocation of at most 128 values) when keys reach past it.
 //! Past [`PAGE`] values the capacity comes in whole pages
 //! ([`capacity_for`]).
 //!
@@ -39,10 +48,11 @@ use std::mem;
 /// Keys in the first page (and in the second).
 pub(crate) const FIRST_PAGE: usize = 1 << FIRST_SHIFT;
 const FIRST_SHIFT: u32 = 6;
-/// Keys in every page from [`SMALL_PAGES`] on.
+/// Keys in every page from [`SMALL_PAGES`] on (see the module docs for
+/// why 256).
 pub(crate) const PAGE: usize = 1 << PAGE_SHIFT;
-const PAGE_SHIFT: u32 = 10;
-/// The pages smaller than [`PAGE`]: 64, 64, 128, 256 and 512 keys.
+const PAGE_SHIFT: u32 = 8;
+/// The pages smaller than [`PAGE`]: 64, 64 and 128 keys.
 pub(crate) const SMALL_PAGES: usize = (PAGE_SHIFT - FIRST_SHIFT + 1) as usize;
 /// Pages enough for every `u32` key.
 pub(crate) const MAX_PAGES: usize = SMALL_PAGES + (1 << (32 - PAGE_SHIFT)) - 1;
@@ -148,7 +158,7 @@ impl<T> Store<T> {
     /// An empty store; allocates nothing.
     pub(crate) const fn new() -> Store<T> {
         Store {
-            small: [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()],
+            small: [Vec::new(), Vec::new(), Vec::new()],
             big: Vec::new(),
             used: 0,
             free: NONE,
@@ -618,7 +628,7 @@ mod tests {
         }
         assert_eq!(
             (0..SMALL_PAGES).map(page_len).collect::<Vec<_>>(),
-            vec![64, 64, 128, 256, 512]
+            vec![64, 64, 128]
         );
         assert_eq!(page_start(SMALL_PAGES), PAGE);
         let boundaries = (0..MAX_PAGES)
@@ -637,7 +647,7 @@ mod tests {
             }
         }
         assert_eq!(locate(u32::MAX), (MAX_PAGES - 1, PAGE - 1));
-        assert_eq!(locate(PAGE as u32 - 1), (SMALL_PAGES - 1, 511));
+        assert_eq!(locate(PAGE as u32 - 1), (SMALL_PAGES - 1, 127));
         assert_eq!(locate(PAGE as u32), (SMALL_PAGES, 0));
     }
 
@@ -650,10 +660,10 @@ mod tests {
             store.insert(i);
         }
         assert!(std::ptr::eq(at, store.get(first).unwrap()));
-        // Pages follow the count: 100,000 values in 98 pages of 1,024
-        // (the first five smaller), not a power of two.
-        assert_eq!(store.capacity(), 100_352);
-        assert_eq!(store.pages(), SMALL_PAGES + 97);
+        // Pages follow the count: 100,000 values in 391 pages of 256
+        // (the first three smaller), not a power of two.
+        assert_eq!(store.capacity(), 100_096);
+        assert_eq!(store.pages(), SMALL_PAGES + 390);
         assert_eq!(slot_size::<u64>(), 16);
     }
 
@@ -668,8 +678,8 @@ mod tests {
         assert_eq!(store.capacity(), 10);
         store.insert(10);
         assert_eq!(store.capacity(), 64, "the short page grew to its size");
-        store.reserve(500);
-        assert_eq!(store.capacity(), 511, "exact up to a page");
+        store.reserve(200);
+        assert_eq!(store.capacity(), 211, "exact up to a page");
         store.reserve(2_000);
         assert_eq!(store.capacity(), 2_048, "whole pages past it");
         for key in 0..11 {

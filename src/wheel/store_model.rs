@@ -10,8 +10,8 @@
 //! that holds nothing reads as nothing, that [`Store::shrink`] keeps every
 //! key and gives back what lies above the highest, that
 //! [`Store::compact`] leaves exactly `0..len` with the capacity the length
-//! (in whole pages past the first 1,024), and that [`Store::reserve`]
-//! reserves what was asked for, exactly up to 1,024.
+//! (in whole pages past the first 256), and that [`Store::reserve`]
+//! reserves what was asked for, exactly up to 256.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
