@@ -23,18 +23,15 @@ fn writes() -> Option<u64> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-#[test]
-fn a_re_arm_after_a_turn_does_not_unpark_the_runtime() {
-    let Some(_) = writes() else {
-        eprintln!("no /proc/self/io: nothing to count");
-        return;
-    };
+/// One measurement: driver turns and the process's write syscalls over
+/// 250 ms of a deadline in every millisecond, on one worker.
+fn measure() -> (u64, u64) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let (turns, written) = rt.block_on(async {
+    rt.block_on(async {
         let timer = Timer::new();
         let start = Instant::now();
         // A deadline in every millisecond for 300 ms: a turn for each.
@@ -57,13 +54,29 @@ fn a_re_arm_after_a_turn_does_not_unpark_the_runtime() {
             task.await.unwrap();
         }
         (turns, written)
-    });
-    assert!(turns >= 50, "{turns} turns in 250 ms");
+    })
+}
+
+#[test]
+fn a_re_arm_after_a_turn_does_not_unpark_the_runtime() {
+    let Some(_) = writes() else {
+        eprintln!("no /proc/self/io: nothing to count");
+        return;
+    };
     // A turn that runs a whole millisecond late (the spare rang with the
     // alarm) still writes, twice: a loaded machine makes some (5-10% of the
-    // turns here). Without the spare, every turn writes.
-    assert!(
-        4 * written <= 3 * turns,
-        "{written} write syscalls for {turns} driver turns"
-    );
+    // turns on a quiet one), and a machine busy with other work can make
+    // most turns late. Without the spare every turn writes, in every
+    // attempt; so the test passes on the first of three attempts that
+    // shows at most three writes for four turns.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (turns, written) = measure();
+        assert!(turns >= 50, "{turns} turns in 250 ms");
+        if 4 * written <= 3 * turns {
+            return;
+        }
+        seen.push(format!("{written} write syscalls for {turns} driver turns"));
+    }
+    panic!("every attempt wrote on most turns: {}", seen.join("; "));
 }
