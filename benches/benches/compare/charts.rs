@@ -285,6 +285,36 @@ pub fn draw_all(cfg: &Config, rows: &[Row]) {
     );
 }
 
+/// Fills `root` white and draws a chart's title and notes at its top;
+/// returns the height they take, where the legend goes.
+pub fn header<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    notes: &[String],
+) -> Result<i32, DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let left_top = Pos::new(HPos::Left, VPos::Top);
+    root.draw(&Text::new(
+        title.to_string(),
+        (16, 12),
+        ("sans-serif", 21)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&INK)
+            .pos(left_top),
+    ))?;
+    let mut y = 42;
+    for note in notes {
+        root.draw(&Text::new(
+            note.clone(),
+            (16, y),
+            ("sans-serif", 12).into_font().color(&GREY).pos(left_top),
+        ))?;
+        y += 17;
+    }
+    Ok(y + 6)
+}
+
 /// A panel of one figure (one cluster of bars, no label below it).
 fn panel(
     rows: &[Row],
@@ -441,29 +471,9 @@ fn draw(
     panels: &[Panel],
 ) -> Result<(), Error> {
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-    root.fill(&WHITE)?;
     let left_top = Pos::new(HPos::Left, VPos::Top);
-
     // Header: title, notes, legend.
-    root.draw(&Text::new(
-        title.to_string(),
-        (16, 12),
-        ("sans-serif", 21)
-            .into_font()
-            .style(FontStyle::Bold)
-            .color(&INK)
-            .pos(left_top),
-    ))?;
-    let mut y = 42;
-    for note in notes {
-        root.draw(&Text::new(
-            note.clone(),
-            (16, y),
-            ("sans-serif", 12).into_font().color(&GREY).pos(left_top),
-        ))?;
-        y += 17;
-    }
-    y += 6;
+    let y = header(&root, title, notes)?;
     let mut x = 16;
     for c in contenders {
         root.draw(&Rectangle::new(

@@ -278,27 +278,8 @@ fn draw(
         None => rival_color(c),
     };
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-    root.fill(&WHITE)?;
     let left_top = Pos::new(HPos::Left, VPos::Top);
-    root.draw(&Text::new(
-        title.to_string(),
-        (16, 12),
-        ("sans-serif", 21)
-            .into_font()
-            .style(FontStyle::Bold)
-            .color(&INK)
-            .pos(left_top),
-    ))?;
-    let mut y = 42;
-    for note in notes {
-        root.draw(&Text::new(
-            note.clone(),
-            (16, y),
-            ("sans-serif", 12).into_font().color(&GREY).pos(left_top),
-        ))?;
-        y += 17;
-    }
-    y += 6;
+    let mut y = crate::charts::header(&root, title, notes)?;
     // The legend, wrapped to the chart's width.
     let mut x = 16;
     for c in &everyone {
