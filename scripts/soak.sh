@@ -24,8 +24,9 @@ usage: scripts/soak.sh [options]
   --iterations N      stop after N rounds instead (a round runs each binary
                       once); with --time too, whichever comes first
   --only NAMES        comma-separated binaries to run, of: stress,
-                      concurrency, wakeup_protocol, shuttle_timer
-                      (default: all four)
+                      concurrency, wakeup_protocol, shuttle_timer,
+                      thread_driver, delay (the thread driver's, built
+                      with the feature thread) (default: all six)
   --release           build and run the release binaries (default: debug,
                       as `cargo test` builds them: debug assertions on)
   --load N            keep N busy-looping processes beside the tests, to
@@ -75,7 +76,7 @@ to_seconds() {
 time_limit=600
 time_given=0
 iterations=0
-only="stress,concurrency,wakeup_protocol,shuttle_timer"
+only="stress,concurrency,wakeup_protocol,shuttle_timer,thread_driver,delay"
 release=0
 load=0
 test_threads=3
@@ -161,7 +162,7 @@ declare -a names=()
 IFS=, read -r -a wanted <<<"$only"
 for name in "${wanted[@]}"; do
   case "$name" in
-    stress | concurrency | wakeup_protocol | shuttle_timer) names+=("$name") ;;
+    stress | concurrency | wakeup_protocol | shuttle_timer | thread_driver | delay) names+=("$name") ;;
     *) die_usage "unknown binary in --only: $name" ;;
   esac
 done
@@ -188,7 +189,9 @@ for name in "${names[@]}"; do
 done
 echo "== building ${names[*]} (${profile_flag[*]:-debug})"
 if [ "${#plain[@]}" -gt 0 ]; then
-  build "${profile_flag[@]}" "${plain[@]}"
+  # `thread` is additive: the timer's own tests build the same with it, and
+  # the thread driver's need it.
+  build "${profile_flag[@]}" --features thread "${plain[@]}"
 fi
 for name in "${names[@]}"; do
   if [ "$name" = shuttle_timer ]; then
