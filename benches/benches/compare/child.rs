@@ -44,11 +44,18 @@ pub fn run(workload: &str, args: &[(&str, String)]) -> Figures {
         shown.join(" "),
         out.status
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    figures(&out.stdout, "CHILD ", workload)
+}
+
+/// The `key=value` figures of the line of a child's `stdout` that starts
+/// with `prefix` (`what` names the child in the panic if there is none).
+#[track_caller]
+pub fn figures(stdout: &[u8], prefix: &str, what: &str) -> Figures {
+    let stdout = String::from_utf8_lossy(stdout);
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("CHILD "))
-        .unwrap_or_else(|| panic!("{workload} child printed no figures: {stdout}"));
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("{what} child printed no figures: {stdout}"));
     line.split_whitespace()
         .filter_map(|kv| {
             let (k, v) = kv.split_once('=')?;

@@ -259,17 +259,7 @@ fn w9_run(which: &str, cfg: &Config) -> Vec<(String, f64)> {
         "W9 child {which} failed: {}",
         out.status
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("W9CHILD "))
-        .unwrap_or_else(|| panic!("W9 child {which} printed no figures: {stdout}"));
-    line.split_whitespace()
-        .filter_map(|kv| {
-            let (k, v) = kv.split_once('=')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect()
+    crate::child::figures(&out.stdout, "W9CHILD ", &format!("W9 {which}"))
 }
 
 /// W9's rows (hashwheel against `tokio::time`) and lines (tokio's
