@@ -8,8 +8,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::wheel::dir::boxed_array;
 use crate::wheel::raw::{Due, Key};
-use crate::wheel::store::{self, page_len, Sparse, PAGE, SMALL_PAGES};
+use crate::wheel::store::{self, Place, Sparse, NEAR_SHIFT};
 
 /// The deadline word of an owned wheel entry (a registered
 /// [`Timeout`](crate::Timeout)), one `AtomicU64` per store slot in a
@@ -52,46 +53,52 @@ pub(crate) fn linked_word(gen: u64, tick: u64) -> u64 {
     LINKED | (gen << GEN_SHIFT) | tick.min(FAR)
 }
 
-/// Super-pages of deadline words for the keys from [`PAGE`] on: super-page
-/// `j` holds the `2^j` pages of keys `PAGE << j` up to `PAGE << (j + 1)`.
-const SUPERS: usize = 32 - PAGE.trailing_zeros() as usize;
+/// Deadline words in a page of the table, from key [`WORDS`] on: 1,024
+/// (8 KiB, as much as a page of the store's entries; a page pointer costs
+/// 16 bytes, 0.016 per key).
+const WORDS_SHIFT: u32 = 10;
+const WORDS: usize = 1 << WORDS_SHIFT;
+/// The pages of fewer words: 64, 64, 128, 256 and 512.
+const SMALL: usize = store::small_pages(WORDS_SHIFT);
+/// Page pointers in a chunk: 512 (8 KiB).
+const CHUNK_SHIFT: u32 = 9;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+/// Chunks in a group: 128 (the keys below 2^26 make group 0).
+const GROUP_SHIFT: u32 = NEAR_SHIFT - WORDS_SHIFT - CHUNK_SHIFT;
+const GROUP: usize = 1 << GROUP_SHIFT;
+/// Groups enough for every `u32` key.
+const GROUPS: usize = 1 << (32 - NEAR_SHIFT);
 
-/// One small page of deadline words.
-type Words = OnceLock<Box<[AtomicU64]>>;
-/// One page of [`PAGE`] deadline words: a thin pointer, so that a
-/// directory slot is 16 bytes (2 bytes per 128 keys).
-type BigWords = OnceLock<Box<[AtomicU64; PAGE]>>;
+/// One page of [`WORDS`] deadline words: a thin pointer, 16 bytes.
+type Page = OnceLock<Box<[AtomicU64; WORDS]>>;
+type Chunk = [Page; CHUNK];
+type Group = [OnceLock<Box<Chunk>>; GROUP];
 
 /// The deadline words of a shard's owned entries, by key (see [`LINKED`]),
-/// laid out in the pages of the wheel's store ([`store::locate`]): pages
-/// that are allocated once (under the shard's lock, when an insert first
-/// needs them) and never move or go away, so the words can be read and
-/// written without the lock.
+/// in pages that are allocated once (under the shard's lock, when an
+/// insert first needs them) and never move or go away, so the words can be
+/// read and written without the lock.
 ///
-/// The pages below [`PAGE`] keys (64 to 128 words) sit in a fixed table.
-/// From there on the pages of [`PAGE`] words are reached through
-/// *super-pages*, as `sharded-slab` lays out its pages: super-page `j`
-/// holds the `2^j` pages of keys `PAGE·2^j` up to twice that, and its
-/// directory (16 bytes per page) is allocated by the insert that first
-/// reaches it. Memory follows the key count within one page, and no insert
-/// copies anything: the largest single allocation up to 4,194,304 keys is a
-/// directory of 2,048 pages (32 KiB), about 0.016 bytes per key already held.
+/// The table is laid out as the wheel's store ([`store::locate`], and a
+/// radix directory as [`Dir`](crate::wheel::dir::Dir)), with pages of its
+/// own size: small pages of 64 to 512 words below key 1,024, in a fixed
+/// table, then pages of [`WORDS`] words, reached through chunks of 512 page
+/// pointers; the chunks of the keys below 2^26 hang from a table inside
+/// this one, the others from groups of 128 chunk pointers allocated when a
+/// key past 2^26 first needs them. Memory follows the key count within a
+/// page, and no insert allocates more than 8 KiB or copies anything: an
+/// insert that opens a page allocates that page, and every 524,288 keys a
+/// chunk.
 ///
 /// The words are not given back by [`Timer::shrink`](crate::Timer::shrink):
 /// a handle may be reading its word without the lock, so a page cannot go
 /// without a lock on that path (8 bytes per key, up to the highest key used).
 pub(crate) struct Deadlines {
-    small: [Words; SMALL_PAGES],
-    supers: [OnceLock<Box<[BigWords]>>; SUPERS],
-}
-
-/// Where a page of a [`Deadlines`] table is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Where {
-    /// Small page `n` (below [`PAGE`] keys).
-    Small(usize),
-    /// Page `i` of super-page `j`.
-    Super(usize, usize),
+    small: [OnceLock<Box<[AtomicU64]>>; SMALL],
+    /// The chunks of group 0: keys below 2^26.
+    near: Group,
+    /// Groups 1 to 63.
+    far: [OnceLock<Box<Group>>; GROUPS - 1],
 }
 
 #[cold]
@@ -100,60 +107,62 @@ fn unallocated(key: Key) -> ! {
     panic!("hashwheel: the deadline word of key {key} was read before its entry was inserted")
 }
 
+/// The group, the chunk in it and the page in that of big page `n`.
+#[inline]
+const fn split(n: usize) -> (usize, usize, usize) {
+    (
+        n >> (GROUP_SHIFT + CHUNK_SHIFT),
+        (n >> CHUNK_SHIFT) & (GROUP - 1),
+        n & (CHUNK - 1),
+    )
+}
+
 impl Deadlines {
     pub(crate) fn new() -> Deadlines {
         Deadlines {
             small: std::array::from_fn(|_| OnceLock::new()),
-            supers: std::array::from_fn(|_| OnceLock::new()),
+            near: std::array::from_fn(|_| OnceLock::new()),
+            far: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 
-    /// The page of `key` in the table, its directory's size if it is in a
-    /// super-page, and the index of the word in the page.
+    /// Big page `n`, if it is allocated.
     #[inline]
-    fn locate(key: Key) -> (Where, usize) {
-        let (page, i) = store::locate(key);
-        if page < SMALL_PAGES {
-            return (Where::Small(page), i);
-        }
-        // Pages of `PAGE` words, numbered from 1.
-        let n = page + 1 - SMALL_PAGES;
-        let j = (usize::BITS - 1 - n.leading_zeros()) as usize;
-        (Where::Super(j, n - (1 << j)), i)
+    fn page(&self, n: usize) -> Option<&[AtomicU64; WORDS]> {
+        let (group, chunk, page) = split(n);
+        let chunks = if group == 0 {
+            &self.near
+        } else {
+            &**self.far[group - 1].get()?
+        };
+        chunks[chunk].get()?[page].get().map(|words| &**words)
     }
 
-    /// The page `at`, if it is allocated.
-    #[inline]
-    fn page(&self, at: Where) -> Option<&[AtomicU64]> {
-        match at {
-            Where::Small(page) => self.small[page].get().map(|w| &**w),
-            Where::Super(j, page) => self.supers[j].get()?[page].get().map(|w| &w[..]),
-        }
-    }
-
-    fn words(len: usize) -> Box<[AtomicU64]> {
-        (0..len).map(|_| AtomicU64::new(0)).collect()
-    }
-
-    /// The word of `key`, allocating its chunk if need be (under the lock).
+    /// The word of `key`, allocating its page (and the page's chunk and
+    /// group) if need be (under the lock).
     pub(crate) fn slot_or_grow(&self, key: Key) -> &AtomicU64 {
-        let (at, i) = Self::locate(key);
-        match at {
-            Where::Small(page) => &self.small[page].get_or_init(|| Self::words(page_len(page)))[i],
-            Where::Super(j, page) => {
-                let dir = self.supers[j]
-                    .get_or_init(|| (0..1usize << j).map(|_| OnceLock::new()).collect());
-                let words = dir[page].get_or_init(|| match Self::words(PAGE).try_into() {
-                    Ok(words) => words,
-                    Err(_) => unreachable!("a page has PAGE words"),
-                });
-                &words[i]
+        let zeros = || AtomicU64::new(0);
+        match store::locate(key, WORDS_SHIFT) {
+            Place::Small(page, i) => &self.small[page].get_or_init(|| {
+                std::iter::repeat_with(zeros)
+                    .take(store::small_len(page))
+                    .collect()
+            })[i],
+            Place::Big(n, i) => {
+                let (group, chunk, page) = split(n);
+                let chunks = if group == 0 {
+                    &self.near
+                } else {
+                    &**self.far[group - 1].get_or_init(|| boxed_array(OnceLock::new))
+                };
+                let pages = chunks[chunk].get_or_init(|| boxed_array(OnceLock::new));
+                &pages[page].get_or_init(|| boxed_array(zeros))[i]
             }
         }
     }
 
     /// Allocates the words of the keys below `keys` up front (see
-    /// [`Builder::capacity`](crate::Builder::capacity)).
+    /// [`Builder::capacity`](crate::Builder::capacity)), page by page.
     pub(crate) fn reserve(&self, keys: usize) {
         let mut key = 0;
         while key < keys {
@@ -161,31 +170,43 @@ impl Deadlines {
                 return;
             };
             self.slot_or_grow(k);
-            let (page, _) = store::locate(k);
-            key += page_len(page);
+            key += match store::locate(k, WORDS_SHIFT) {
+                Place::Small(page, _) => store::small_len(page),
+                Place::Big(..) => WORDS,
+            };
         }
     }
 
-    /// The word of `key`, whose chunk an insert allocated.
+    /// The word of `key`, whose page an insert allocated.
     #[inline]
     pub(crate) fn slot(&self, key: Key) -> &AtomicU64 {
-        let (at, i) = Self::locate(key);
-        match self.page(at) {
-            Some(page) => &page[i],
+        let word = match store::locate(key, WORDS_SHIFT) {
+            Place::Big(n, i) => self.page(n).map(|page| &page[i]),
+            Place::Small(page, i) => self.small[page].get().map(|page| &page[i]),
+        };
+        match word {
+            Some(word) => word,
             None => unallocated(key),
         }
     }
 
-    /// The words allocated, in every page.
+    /// The words allocated, in every page, and the bytes of the chunks and
+    /// groups that reach them.
     #[cfg(test)]
-    fn allocated(&self) -> Vec<usize> {
+    fn allocated(&self) -> (Vec<usize>, usize) {
         let small = self.small.iter().filter_map(|w| w.get().map(|w| w.len()));
-        let supers = self
-            .supers
+        let groups = std::iter::once(&self.near)
+            .chain(self.far.iter().filter_map(|g| g.get().map(|g| &**g)));
+        let chunks: Vec<&Chunk> = groups
+            .flat_map(|g| g.iter().filter_map(|c| c.get().map(|c| &**c)))
+            .collect();
+        let far = self.far.iter().filter(|g| g.get().is_some()).count();
+        let bytes =
+            chunks.len() * std::mem::size_of::<Chunk>() + far * std::mem::size_of::<Group>();
+        let big = chunks
             .iter()
-            .filter_map(OnceLock::get)
-            .flat_map(|dir| dir.iter().filter_map(|w| w.get().map(|w| w.len())));
-        small.chain(supers).collect()
+            .flat_map(|c| c.iter().filter_map(|w| w.get().map(|w| w.len())));
+        (small.chain(big).collect(), bytes)
     }
 
     /// Inserted into the wheel at `key`, due at `tick`, an interval's if
@@ -383,8 +404,8 @@ mod tests {
     #[test]
     fn deadline_pages_cover_every_key_once_and_follow_the_key_count() {
         let mut seen = std::collections::HashSet::new();
-        let edges = (0..40u32).flat_map(|j| {
-            let edge = (PAGE as u64) << j.min(22);
+        let edges = (0..33u32).flat_map(|j| {
+            let edge = 1u64 << j;
             [edge - 1, edge, edge + 1]
         });
         let keys = (0..5_000u64)
@@ -393,39 +414,71 @@ mod tests {
             .filter_map(|k| u32::try_from(k).ok())
             .collect::<std::collections::BTreeSet<_>>();
         for key in keys {
-            let (at, i) = Deadlines::locate(key);
-            let len = match at {
-                Where::Small(page) => {
-                    assert!(page < SMALL_PAGES, "key {key}");
-                    page_len(page)
+            let place = store::locate(key, WORDS_SHIFT);
+            let (page, i, len) = match place {
+                Place::Small(page, i) => {
+                    assert!(page < SMALL, "key {key}");
+                    (page, i, store::small_len(page))
                 }
-                Where::Super(j, page) => {
-                    assert!(j < SUPERS && page < 1 << j, "key {key}");
-                    PAGE
+                Place::Big(n, i) => {
+                    let (group, chunk, _) = split(n);
+                    assert!(n > 0 && group < GROUPS && chunk < GROUP, "key {key}");
+                    (SMALL + n, i, WORDS)
                 }
             };
             assert!(i < len, "key {key}");
-            assert!(seen.insert((at, i)), "key {key} shares a word");
+            assert!(seen.insert((page, i)), "key {key} shares a word");
         }
         // Only the pages an insert needs, each allocated once: a million
-        // keys take a million words, give or take a page.
+        // keys take a million words, give or take a page, and one chunk.
         let table = Deadlines::new();
         for key in [0, 63, 64, 999_999, 1_000_000] {
             table.slot_or_grow(key);
         }
-        let mut allocated = table.allocated();
+        let (mut allocated, bytes) = table.allocated();
         allocated.sort_unstable();
-        assert_eq!(allocated, vec![64, 64, PAGE]);
+        assert_eq!(allocated, vec![64, 64, WORDS]);
+        assert_eq!(bytes, 8 * 1024, "one chunk of 512 pages");
         let table = Deadlines::new();
         for key in 0..1_000_000 {
             table.slot_or_grow(key);
         }
-        let words: usize = table.allocated().iter().sum();
-        assert!((1_000_000..1_000_000 + PAGE).contains(&words), "{words}");
-        // A word keeps its address as the table grows.
+        let words: usize = table.allocated().0.iter().sum();
+        assert!((1_000_000..1_000_000 + WORDS).contains(&words), "{words}");
+        // A word keeps its address as the table grows; far keys get a
+        // group (2 KiB) and a chunk of their own.
         let word: *const AtomicU64 = table.slot(5);
         table.slot_or_grow(4_000_000);
+        table.slot_or_grow(u32::MAX - 1);
         assert!(std::ptr::eq(word, table.slot(5)));
+        assert_eq!(table.allocated().1, 4 * 8 * 1024 + 2 * 1024);
+    }
+
+    /// Issue 26: the first insert reaching key 2^j allocated and filled a
+    /// directory of 2^j pages (411 µs at 2^24). Now the word of any key
+    /// costs at most a page, a chunk and a group (8, 8 and 2 KiB).
+    #[test]
+    fn a_word_at_any_key_allocates_at_most_a_page_a_chunk_and_a_group() {
+        let table = Deadlines::new();
+        let heap = |table: &Deadlines| {
+            let (words, dirs) = table.allocated();
+            words.iter().sum::<usize>() * 8 + dirs
+        };
+        let edges = (0..33).flat_map(|j| {
+            let edge = 1u64 << j;
+            [edge - 1, edge, edge + 1, edge + 256]
+        });
+        let mut before = 0;
+        for key in edges.filter_map(|k| u32::try_from(k).ok()) {
+            table.slot_or_grow(key);
+            let now = heap(&table);
+            assert!(
+                now - before <= (8 + 8 + 2) * 1024,
+                "{} bytes at key {key}",
+                now - before
+            );
+            before = now;
+        }
     }
 
     #[test]

@@ -90,6 +90,7 @@
 //! ```
 
 mod bitset;
+pub(crate) mod dir;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod keyed_model;
 #[cfg(any(test, fuzzing))]

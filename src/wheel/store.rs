@@ -45,43 +45,95 @@
 
 use std::mem;
 
+use super::dir::{boxed_array, Dir};
+
 /// Keys in the first page (and in the second).
 pub(crate) const FIRST_PAGE: usize = 1 << FIRST_SHIFT;
 const FIRST_SHIFT: u32 = 6;
-/// Keys in every page from [`SMALL_PAGES`] on (see the module docs for
-/// why 256).
+/// Keys in every page of the store from [`SMALL_PAGES`] on (see the module
+/// docs for why 256).
 pub(crate) const PAGE: usize = 1 << PAGE_SHIFT;
-const PAGE_SHIFT: u32 = 8;
+pub(crate) const PAGE_SHIFT: u32 = 8;
 /// The pages smaller than [`PAGE`]: 64, 64 and 128 keys.
-pub(crate) const SMALL_PAGES: usize = (PAGE_SHIFT - FIRST_SHIFT + 1) as usize;
+pub(crate) const SMALL_PAGES: usize = small_pages(PAGE_SHIFT);
+/// The keys below `1 << NEAR_SHIFT` (2^26) reach their page's chunk from
+/// inside the table (see [`Dir`]).
+pub(crate) const NEAR_SHIFT: u32 = 26;
+/// The highest big page number, in tables of [`PAGE`] keys.
+pub(crate) const MAX_BIG: usize = (u32::MAX >> PAGE_SHIFT) as usize;
 /// Pages enough for every `u32` key.
-pub(crate) const MAX_PAGES: usize = SMALL_PAGES + (1 << (32 - PAGE_SHIFT)) - 1;
+#[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
+pub(crate) const MAX_PAGES: usize = SMALL_PAGES + MAX_BIG;
 
-/// The page of `key` and its index in that page (see the module docs).
+/// The pages smaller than `1 << shift` keys, in a table of pages of that
+/// many keys: 64, 64, 128, ... up to half of it.
+pub(crate) const fn small_pages(shift: u32) -> usize {
+    (shift - FIRST_SHIFT + 1) as usize
+}
+
+/// Where a key is, in a table whose pages from key `1 << shift` on hold
+/// `1 << shift` keys each ([`locate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Place {
+    /// Small page `.0` (keys `0..64`, `64..128`, `128..256`, ... below
+    /// `1 << shift`), index `.1` in it.
+    Small(usize, usize),
+    /// Big page `.0`: the keys `.0 << shift` up to the next page, index `.1`
+    /// in it. Big page numbers start at 1.
+    Big(usize, usize),
+}
+
+/// The page of `key` and its index there, in a table of pages of `1 <<
+/// shift` keys past the small ones: the one key → page arithmetic of every
+/// per-key table of the timer (the store and [`Sparse`] with
+/// [`PAGE_SHIFT`], the deadline words with pages of their own size). A
+/// comparison, a shift and a mask; a leading-zero count below `1 << shift`.
 #[inline]
-pub(crate) fn locate(key: u32) -> (usize, usize) {
+pub(crate) const fn locate(key: u32, shift: u32) -> Place {
     let k = key as usize;
-    if k >= PAGE {
-        return ((k >> PAGE_SHIFT) + SMALL_PAGES - 1, k & (PAGE - 1));
-    }
+    // The first page first: a timer that holds a few timeouts at a time
+    // uses only its keys.
     if k < FIRST_PAGE {
-        return (0, k);
+        return Place::Small(0, k);
+    }
+    if k >> shift != 0 {
+        return Place::Big(k >> shift, k & ((1 << shift) - 1));
     }
     let top = usize::BITS - 1 - k.leading_zeros();
-    ((top - FIRST_SHIFT + 1) as usize, k - (1 << top))
+    Place::Small((top - FIRST_SHIFT + 1) as usize, k - (1 << top))
 }
 
-/// The number of keys in page `page`.
+/// The number of keys in small page `page` (of any table).
 #[inline]
-pub(crate) fn page_len(page: usize) -> usize {
-    match page {
-        0 => FIRST_PAGE,
-        p if p < SMALL_PAGES => FIRST_PAGE << (p - 1),
-        _ => PAGE,
+pub(crate) const fn small_len(page: usize) -> usize {
+    if page == 0 {
+        FIRST_PAGE
+    } else {
+        FIRST_PAGE << (page - 1)
     }
 }
 
-/// The first key of page `page`.
+/// The store's pages counted from 0 across both kinds: small pages
+/// `0..SMALL_PAGES`, then big page `n` as `SMALL_PAGES + n - 1`.
+#[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
+pub(crate) fn page_of(key: u32) -> usize {
+    match locate(key, PAGE_SHIFT) {
+        Place::Small(page, _) => page,
+        Place::Big(n, _) => SMALL_PAGES + n - 1,
+    }
+}
+
+/// The number of keys in page `page` (numbered as by [`page_of`]).
+#[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
+pub(crate) fn page_len(page: usize) -> usize {
+    if page < SMALL_PAGES {
+        small_len(page)
+    } else {
+        PAGE
+    }
+}
+
+/// The first key of page `page` (numbered as by [`page_of`]).
 #[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
 pub(crate) fn page_start(page: usize) -> usize {
     match page {
@@ -114,11 +166,13 @@ pub(crate) const fn slot_size<T>() -> usize {
 ///
 /// The small pages are `Vec`s, allocated to the capacity asked for (so that
 /// a small store's capacity is exact); the pages of [`PAGE`] slots are
-/// boxed arrays, allocated whole and reached through a directory of one
-/// pointer each.
+/// boxed arrays, allocated whole, reached through a [`Dir`], and always the
+/// big pages `1..=big` (allocated in key order, given back from the top).
 pub(crate) struct Store<T> {
     small: [Vec<Slot<T>>; SMALL_PAGES],
-    big: Vec<Box<[Slot<T>; PAGE]>>,
+    pages: Dir<[Slot<T>; PAGE]>,
+    /// Big pages allocated: numbers `1..=big`.
+    big: usize,
     /// Keys with a slot, vacant or not: the next fresh key.
     used: usize,
     /// Head of the free list.
@@ -154,12 +208,33 @@ pub(crate) fn capacity_for(n: usize) -> usize {
     }
 }
 
+/// The most values a store holds: one per `u32` key but [`NONE`].
+pub(crate) const MAX_KEYS: usize = u32::MAX as usize;
+
+/// The big pages that [`Store::reserve`] adds to a store of `capacity`
+/// slots holding `len` values, for `additional` more values.
+///
+/// # Panics
+///
+/// If `len + additional` is more than [`MAX_KEYS`].
+#[track_caller]
+fn pages_to_reserve(len: usize, capacity: usize, additional: usize) -> usize {
+    let want = len
+        .checked_add(additional)
+        .filter(|&want| want <= MAX_KEYS)
+        .expect("hashwheel: the store ran out of keys");
+    // The small pages are filled first, up to their full size.
+    let short = want.saturating_sub(capacity.max(PAGE));
+    short.div_ceil(PAGE)
+}
+
 impl<T> Store<T> {
     /// An empty store; allocates nothing.
     pub(crate) const fn new() -> Store<T> {
         Store {
             small: [Vec::new(), Vec::new(), Vec::new()],
-            big: Vec::new(),
+            pages: Dir::new(),
+            big: 0,
             used: 0,
             free: NONE,
             len: 0,
@@ -175,7 +250,7 @@ impl<T> Store<T> {
     /// Values the store holds without allocating: exact up to [`PAGE`],
     /// whole pages beyond (see [`capacity_for`]).
     pub(crate) fn capacity(&self) -> usize {
-        self.small.iter().map(Vec::capacity).sum::<usize>() + self.big.len() * PAGE
+        self.small.iter().map(Vec::capacity).sum::<usize>() + self.big * PAGE
     }
 
     /// Keys with a slot: one past the highest key handed out since the
@@ -189,10 +264,18 @@ impl<T> Store<T> {
     /// short).
     #[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
     pub(crate) fn pages(&self) -> usize {
-        match self.big.len() {
+        match self.big {
             0 => self.small.iter().filter(|p| p.capacity() > 0).count(),
             big => SMALL_PAGES + big,
         }
+    }
+
+    /// The bytes of every allocation the store holds: its pages and the
+    /// chunks and groups of its directory.
+    #[cfg(test)]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let small: usize = self.small.iter().map(Vec::capacity).sum();
+        (small + self.big * PAGE) * mem::size_of::<Slot<T>>() + self.pages.heap_bytes()
     }
 
     /// The key the next [`insert`](Self::insert) hands out.
@@ -208,29 +291,19 @@ impl<T> Store<T> {
     /// The slot of `key`, if the store has one.
     #[inline]
     fn slot(&self, key: u32) -> Option<&Slot<T>> {
-        let k = key as usize;
-        if k >= PAGE {
-            return self
-                .big
-                .get((k >> PAGE_SHIFT) - 1)
-                .map(|page| &page[k & (PAGE - 1)]);
+        match locate(key, PAGE_SHIFT) {
+            Place::Big(n, i) => self.pages.get(n).map(|page| &page[i]),
+            Place::Small(page, i) => self.small[page].get(i),
         }
-        let (page, i) = locate(key);
-        self.small[page].get(i)
     }
 
     /// The slot of `key`, if the store has one.
     #[inline]
     fn slot_mut(&mut self, key: u32) -> Option<&mut Slot<T>> {
-        let k = key as usize;
-        if k >= PAGE {
-            return self
-                .big
-                .get_mut((k >> PAGE_SHIFT) - 1)
-                .map(|page| &mut page[k & (PAGE - 1)]);
+        match locate(key, PAGE_SHIFT) {
+            Place::Big(n, i) => self.pages.get_mut(n).map(|page| &mut page[i]),
+            Place::Small(page, i) => self.small[page].get_mut(i),
         }
-        let (page, i) = locate(key);
-        self.small[page].get_mut(i)
     }
 
     /// Stores `value`; returns its key.
@@ -260,21 +333,23 @@ impl<T> Store<T> {
             .ok()
             .filter(|&k| k != NONE)
             .expect("hashwheel: the store ran out of keys");
-        let (page, i) = locate(key);
-        if page < SMALL_PAGES {
-            let slots = &mut self.small[page];
-            debug_assert_eq!(slots.len(), i, "fresh keys come in order");
-            if slots.len() == slots.capacity() {
-                // A new page, allocated once at its size, or a short one
-                // (an exact reservation) grown to its size.
-                slots.reserve_exact(page_len(page) - slots.len());
+        match locate(key, PAGE_SHIFT) {
+            Place::Small(page, i) => {
+                let slots = &mut self.small[page];
+                debug_assert_eq!(slots.len(), i, "fresh keys come in order");
+                if slots.len() == slots.capacity() {
+                    // A new page, allocated once at its size, or a short
+                    // one (an exact reservation) grown to its size.
+                    slots.reserve_exact(small_len(page) - slots.len());
+                }
+                slots.push(Slot::Occupied(value));
             }
-            slots.push(Slot::Occupied(value));
-        } else {
-            if i == 0 && self.big.len() == page - SMALL_PAGES {
-                self.big.push(new_page());
+            Place::Big(n, i) => {
+                // A fresh key opens its page (the next one) or is in one
+                // allocated already.
+                self.big = self.big.max(n);
+                self.pages.get_or_insert_with(n, new_page)[i] = Slot::Occupied(value);
             }
-            self.big[page - SMALL_PAGES][i] = Slot::Occupied(value);
         }
         self.used += 1;
         self.len += 1;
@@ -328,33 +403,35 @@ impl<T> Store<T> {
     }
 
     /// Makes room for `additional` more values: the capacity becomes
-    /// [`capacity_for`]`(len + additional)` where it was less.
+    /// [`capacity_for`]`(len + additional)` where it was less. Allocates
+    /// page by page (each at most 8 KiB, and a chunk of the directory every
+    /// 1,024 pages), never a table whole.
+    ///
+    /// # Panics
+    ///
+    /// If the store would hold more than [`MAX_KEYS`] values, or an
+    /// allocation fails.
+    #[track_caller]
     pub(crate) fn reserve(&mut self, additional: usize) {
-        let want = self.len.saturating_add(additional);
+        let pages = pages_to_reserve(self.len, self.capacity(), additional);
+        let want = self.len + additional;
         let mut short = want.saturating_sub(self.capacity());
-        if short == 0 {
-            return;
-        }
         for (page, slots) in self.small.iter_mut().enumerate() {
-            let room = page_len(page) - slots.capacity();
+            if short == 0 {
+                return;
+            }
+            let room = small_len(page) - slots.capacity();
             if room > 0 {
                 let more = room.min(short);
                 slots.reserve_exact(slots.capacity() + more - slots.len());
                 short -= more;
-                if short == 0 {
-                    return;
-                }
             }
         }
-        let pages = short.div_ceil(PAGE);
-        assert!(
-            self.big.len() + pages < MAX_PAGES - SMALL_PAGES,
-            "hashwheel: the store ran out of keys"
-        );
-        self.big.reserve_exact(pages);
-        for _ in 0..pages {
-            self.big.push(new_page());
+        debug_assert!(self.big + pages <= MAX_BIG);
+        for n in self.big + 1..=self.big + pages {
+            self.pages.get_or_insert_with(n, new_page);
         }
+        self.big += pages;
     }
 
     /// Gives back the vacant slots above the highest stored key, and with
@@ -422,18 +499,22 @@ impl<T> Store<T> {
     }
 
     /// Keeps the slots of the keys below `used` and gives back the rest:
-    /// the pages past it, and the tail of its page if that is a small one
-    /// (vacant slots past `used` in a page of [`PAGE`] stay, unlinked: a
-    /// fresh insert overwrites them). The free list must be rebuilt after.
+    /// the pages past it (and the chunks of the directory they emptied),
+    /// and the tail of its page if that is a small one (vacant slots past
+    /// `used` in a page of [`PAGE`] stay, unlinked: a fresh insert
+    /// overwrites them). The free list must be rebuilt after.
     fn truncate(&mut self, used: usize) {
         self.used = used;
         let pages = if used == 0 {
             0
         } else {
-            locate((used - 1) as u32).0 + 1
+            page_of((used - 1) as u32) + 1
         };
-        self.big.truncate(pages.saturating_sub(SMALL_PAGES));
-        self.big.shrink_to_fit();
+        let big = pages.saturating_sub(SMALL_PAGES);
+        if big < self.big {
+            self.pages.retain(|n, _| n <= big);
+            self.big = big;
+        }
         for (page, slots) in self.small.iter_mut().enumerate() {
             if page >= pages {
                 *slots = Vec::new();
@@ -462,7 +543,7 @@ impl<T> Store<T> {
         for page in &mut self.small {
             page.clear();
         }
-        for page in &mut self.big {
+        for (_, page) in self.pages.iter_mut() {
             for slot in page.iter_mut() {
                 *slot = Slot::Vacant(NONE);
             }
@@ -474,10 +555,16 @@ impl<T> Store<T> {
 
     /// Every stored value, with its key, in key order.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut T)> + '_ {
-        let small = self.small.iter_mut().map(|p| p.as_mut_slice());
-        let big = self.big.iter_mut().map(|p| p.as_mut_slice());
-        small.chain(big).enumerate().flat_map(|(page, slots)| {
-            let start = page_start(page);
+        let small = self
+            .small
+            .iter_mut()
+            .enumerate()
+            .map(|(page, slots)| (page_start(page), slots.as_mut_slice()));
+        let big = self
+            .pages
+            .iter_mut()
+            .map(|(n, page)| (n << PAGE_SHIFT, page.as_mut_slice()));
+        small.chain(big).flat_map(|(start, slots)| {
             slots
                 .iter_mut()
                 .enumerate()
@@ -491,34 +578,33 @@ impl<T> Store<T> {
 
 /// A page of [`PAGE`] vacant slots, allocated at once.
 fn new_page<T>() -> Box<[Slot<T>; PAGE]> {
-    let slots: Box<[Slot<T>]> = (0..PAGE).map(|_| Slot::Vacant(NONE)).collect();
-    match slots.try_into() {
-        Ok(page) => page,
-        Err(_) => unreachable!("a page has PAGE slots"),
-    }
+    boxed_array(|| Slot::Vacant(NONE))
 }
 
 /// A sparse table by key on the same pages as the [`Store`]: a page is
 /// allocated when a key in it is first set, and [`shrink`](Self::shrink)
 /// gives back the pages that hold nothing. For tables that only some
 /// entries use (the timer's interval beats and scheduled tasks): an insert
-/// allocates at most one page, never copies one.
+/// allocates at most one page (and a chunk of the directory, 8 KiB), never
+/// copies anything.
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) struct Sparse<T> {
-    pages: Vec<Option<SparsePage<T>>>,
+    small: [SparsePage<Vec<Option<T>>>; SMALL_PAGES],
+    pages: Dir<SparsePage<[Option<T>; PAGE]>>,
     len: usize,
 }
 
-struct SparsePage<T> {
-    slots: Box<[Option<T>]>,
+/// A page of a [`Sparse`] table and how many values it holds.
+struct SparsePage<S> {
     live: usize,
+    slots: S,
 }
 
 impl<T> std::fmt::Debug for Sparse<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sparse")
             .field("len", &self.len)
-            .field("pages", &self.pages.iter().flatten().count())
+            .field("slots", &self.allocated_slots())
             .finish_non_exhaustive()
     }
 }
@@ -531,10 +617,17 @@ impl<T> Default for Sparse<T> {
 
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 impl<T> Sparse<T> {
+    const NO_VALUE: Option<T> = None;
+    const NO_PAGE: SparsePage<Vec<Option<T>>> = SparsePage {
+        live: 0,
+        slots: Vec::new(),
+    };
+
     /// An empty table; allocates nothing.
     pub(crate) const fn new() -> Sparse<T> {
         Sparse {
-            pages: Vec::new(),
+            small: [Self::NO_PAGE; SMALL_PAGES],
+            pages: Dir::new(),
             len: 0,
         }
     }
@@ -548,23 +641,35 @@ impl<T> Sparse<T> {
     /// The value at `key`.
     #[inline]
     pub(crate) fn get(&self, key: u32) -> Option<&T> {
-        let (page, i) = locate(key);
-        self.pages.get(page)?.as_ref()?.slots[i].as_ref()
+        match locate(key, PAGE_SHIFT) {
+            Place::Big(n, i) => self.pages.get(n)?.slots[i].as_ref(),
+            Place::Small(page, i) => self.small[page].slots.get(i)?.as_ref(),
+        }
     }
 
     /// Sets the value at `key`; returns the one it replaces.
     pub(crate) fn insert(&mut self, key: u32, value: T) -> Option<T> {
-        let (page, i) = locate(key);
-        if self.pages.len() <= page {
-            self.pages.resize_with(page + 1, || None);
-        }
-        let page = self.pages[page].get_or_insert_with(|| SparsePage {
-            slots: (0..page_len(page)).map(|_| None).collect(),
-            live: 0,
-        });
-        let old = page.slots[i].replace(value);
+        let (slot, live) = match locate(key, PAGE_SHIFT) {
+            Place::Big(n, i) => {
+                let page = self.pages.get_or_insert_with(n, || {
+                    Box::new(SparsePage {
+                        live: 0,
+                        slots: [Self::NO_VALUE; PAGE],
+                    })
+                });
+                (&mut page.slots[i], &mut page.live)
+            }
+            Place::Small(p, i) => {
+                let page = &mut self.small[p];
+                if page.slots.is_empty() {
+                    page.slots = (0..small_len(p)).map(|_| None).collect();
+                }
+                (&mut page.slots[i], &mut page.live)
+            }
+        };
+        let old = slot.replace(value);
         if old.is_none() {
-            page.live += 1;
+            *live += 1;
             self.len += 1;
         }
         old
@@ -573,11 +678,19 @@ impl<T> Sparse<T> {
     /// Takes out the value at `key`.
     #[inline]
     pub(crate) fn remove(&mut self, key: u32) -> Option<T> {
-        let (page, i) = locate(key);
-        let page = self.pages.get_mut(page)?.as_mut()?;
-        let old = page.slots[i].take();
+        let (slot, live) = match locate(key, PAGE_SHIFT) {
+            Place::Big(n, i) => {
+                let page = self.pages.get_mut(n)?;
+                (&mut page.slots[i], &mut page.live)
+            }
+            Place::Small(p, i) => {
+                let page = &mut self.small[p];
+                (page.slots.get_mut(i)?, &mut page.live)
+            }
+        };
+        let old = slot.take();
         if old.is_some() {
-            page.live -= 1;
+            *live -= 1;
             self.len -= 1;
         }
         old
@@ -586,39 +699,52 @@ impl<T> Sparse<T> {
     /// Every value, in key order.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> + '_ {
-        self.pages
-            .iter()
-            .flatten()
-            .flat_map(|page| page.slots.iter().flatten())
+        let small = self.small.iter().map(|page| &page.slots[..]);
+        let big = self.pages.iter().map(|page| &page.slots[..]);
+        small.chain(big).flat_map(|slots| slots.iter().flatten())
     }
 
-    /// Gives back every page that holds no value. Returns the bytes freed.
+    /// Gives back every page that holds no value, and the chunks of the
+    /// directory they emptied. Returns the bytes freed.
     pub(crate) fn shrink(&mut self) -> usize {
-        let mut freed = 0;
-        for page in &mut self.pages {
-            if page.as_ref().is_some_and(|p| p.live == 0) {
-                let slots = page.take().map_or(0, |p| p.slots.len());
-                freed += slots * mem::size_of::<Option<T>>();
+        let before = self.heap_bytes();
+        for page in &mut self.small {
+            if page.live == 0 {
+                page.slots = Vec::new();
             }
         }
-        while let Some(None) = self.pages.last() {
-            self.pages.pop();
-        }
-        let cap = self.pages.capacity();
-        self.pages.shrink_to_fit();
-        freed + (cap - self.pages.capacity()) * mem::size_of::<Option<SparsePage<T>>>()
+        self.pages.retain(|_, page| page.live > 0);
+        before - self.heap_bytes()
+    }
+
+    /// The bytes of the pages and the directory allocated.
+    fn heap_bytes(&self) -> usize {
+        let big = mem::size_of::<SparsePage<[Option<T>; PAGE]>>();
+        let small: usize = self.small.iter().map(|page| page.slots.capacity()).sum();
+        small * mem::size_of::<Option<T>>()
+            + self.pages.iter().count() * big
+            + self.pages.heap_bytes()
     }
 
     /// The slots of the pages allocated.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn allocated_slots(&self) -> usize {
-        self.pages.iter().flatten().map(|p| p.slots.len()).sum()
+        let small: usize = self.small.iter().map(|page| page.slots.len()).sum();
+        small + self.pages.iter().count() * PAGE
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The page (numbered as by [`page_of`]) and index of `key`.
+    fn place(key: u32) -> (usize, usize) {
+        match locate(key, PAGE_SHIFT) {
+            Place::Small(page, i) => (page, i),
+            Place::Big(n, i) => (SMALL_PAGES + n - 1, i),
+        }
+    }
 
     #[test]
     fn pages_tile_the_keys_and_locate_is_exact_at_every_boundary() {
@@ -641,14 +767,20 @@ mod tests {
                 let Ok(key) = u32::try_from(key) else {
                     continue;
                 };
-                let (page, i) = locate(key);
+                let (page, i) = place(key);
+                assert_eq!(page, page_of(key));
                 assert!(i < page_len(page), "key {key}");
                 assert_eq!(page_start(page) + i, key as usize, "key {key}");
             }
         }
-        assert_eq!(locate(u32::MAX), (MAX_PAGES - 1, PAGE - 1));
-        assert_eq!(locate(PAGE as u32 - 1), (SMALL_PAGES - 1, 127));
-        assert_eq!(locate(PAGE as u32), (SMALL_PAGES, 0));
+        assert_eq!(place(u32::MAX), (MAX_PAGES - 1, PAGE - 1));
+        assert_eq!(locate(u32::MAX, PAGE_SHIFT), Place::Big(MAX_BIG, PAGE - 1));
+        assert_eq!(place(PAGE as u32 - 1), (SMALL_PAGES - 1, 127));
+        assert_eq!(place(PAGE as u32), (SMALL_PAGES, 0));
+        // Other page sizes: the small pages double up to half a page.
+        assert_eq!(locate(1023, 10), Place::Small(4, 511));
+        assert_eq!(locate(1024, 10), Place::Big(1, 0));
+        assert_eq!(small_pages(10), 5);
     }
 
     #[test]
@@ -687,6 +819,90 @@ mod tests {
         }
         assert_eq!(store.shrink(), 2_048);
         assert_eq!(store.capacity(), 0);
+    }
+
+    /// Issue 26: the store's directory was a `Vec` of page pointers that
+    /// doubled by copying (50 µs and more at 2^21, 2^22 and 2^23 keys, +256).
+    /// Now every insert up to 2^24 keys adds at most one page and one chunk
+    /// of the directory to the store's heap, and copies nothing.
+    #[test]
+    fn growing_to_2_pow_24_keys_allocates_at_most_a_page_and_a_chunk_per_insert() {
+        let mut store: Store<()> = Store::new();
+        let page = mem::size_of::<[Slot<()>; PAGE]>();
+        let chunk = 8 * 1024;
+        let mut heap = 0;
+        let mut worst = (0, 0);
+        for key in 0..1u32 << 24 {
+            assert_eq!(store.insert(()), key);
+            // Only an insert that opens a page allocates.
+            if key < PAGE as u32 || key % PAGE as u32 == 0 {
+                let now = store.heap_bytes();
+                worst = worst.max((now - heap, key));
+                heap = now;
+            }
+        }
+        assert!(
+            worst.0 <= page + chunk,
+            "{} bytes at key {}",
+            worst.0,
+            worst.1
+        );
+        // The worst is a chunk's first page, once every 262,144 keys.
+        assert_eq!(worst.0, page + chunk);
+        assert_eq!(heap, (1 << 24) / PAGE * page + 64 * chunk);
+    }
+
+    /// Issue 26, fix 5: a shard holds `u32::MAX - 3` timeouts, and
+    /// reserving that many must not say the store ran out of keys.
+    #[test]
+    fn reserve_takes_every_key_a_shard_may_hold_and_no_more() {
+        let most = u32::MAX as usize - 3;
+        assert_eq!(pages_to_reserve(0, 0, most), MAX_BIG);
+        assert_eq!(pages_to_reserve(0, 0, MAX_KEYS), MAX_BIG);
+        assert_eq!(pages_to_reserve(most, most + 4, 0), 0);
+        assert_eq!(pages_to_reserve(5, 64, 250), 0, "the small pages first");
+        assert_eq!(pages_to_reserve(5, 64, 252), 1);
+        assert_eq!(pages_to_reserve(300, 512, 300), 1);
+        for (len, additional) in [(0, MAX_KEYS + 1), (1, MAX_KEYS), (most, 4), (1, usize::MAX)] {
+            let err = std::panic::catch_unwind(|| pages_to_reserve(len, 0, additional));
+            assert!(err.is_err(), "{len} + {additional}");
+        }
+    }
+
+    /// Issue 26: `Sparse::insert` resized its page table to the key's page
+    /// (1.5 MiB at key 2^24). Now a value at any key costs at most a page,
+    /// a chunk and a group.
+    #[test]
+    fn a_sparse_insert_at_any_key_allocates_at_most_a_page_a_chunk_and_a_group() {
+        let mut table: Sparse<std::num::NonZeroU64> = Sparse::new();
+        let one = std::num::NonZeroU64::MIN;
+        let bound = mem::size_of::<SparsePage<[Option<std::num::NonZeroU64>; PAGE]>>()
+            + 8 * 1024
+            + 2 * 1024;
+        let edges = (8..32).flat_map(|j| {
+            let edge = 1u64 << j;
+            [edge - 1, edge, edge + 1, edge + 256]
+        });
+        let mut heap = table.heap_bytes();
+        for key in edges.chain([u64::from(u32::MAX)]) {
+            let key = u32::try_from(key).unwrap_or(u32::MAX);
+            table.insert(key, one);
+            let now = table.heap_bytes();
+            assert!(now - heap <= bound, "{} bytes at key {key}", now - heap);
+            heap = now;
+        }
+        assert_eq!(table.get(1 << 24), Some(&one));
+        assert_eq!(table.get(u32::MAX), Some(&one));
+        assert_eq!(table.shrink(), 0, "every page holds a value");
+        for key in (8..32).map(|j| 1u32 << j).chain([u32::MAX]) {
+            table.remove(key);
+            table.remove(key - 1);
+            table.remove(key.saturating_add(1));
+            table.remove(key.saturating_add(256));
+        }
+        assert_eq!(table.len(), 0);
+        table.shrink();
+        assert_eq!(table.heap_bytes(), 0, "emptied chunks and groups go too");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::model::{shrink_ops, Bytes};
-use super::store::{capacity_for, locate, page_len, page_start, Store, PAGE};
+use super::store::{capacity_for, page_len, page_of, page_start, Store, PAGE};
 
 /// One operation. `pick` selects the `pick % n`-th live key.
 #[derive(Debug, Clone)]
@@ -356,7 +356,7 @@ impl Model {
             store.capacity()
         );
         if let Some(&top) = self.values.keys().next_back() {
-            ensure!(locate(top).0 < pages, "key {top} beyond the pages");
+            ensure!(page_of(top) < pages, "key {top} beyond the pages");
         }
         Ok(())
     }
@@ -366,6 +366,41 @@ impl Model {
 mod tests {
     use super::super::model::seeded_bytes;
     use super::*;
+
+    /// Across the first boundary of the directory's chunks (key 262,144:
+    /// the store's 1,024th page of 256), out and back: the chunk is
+    /// allocated, given back by `shrink` and `compact`, and allocated again.
+    #[test]
+    fn the_directory_chunk_boundary_agrees_with_the_model() {
+        let fill = |n: usize| {
+            let mut ops = vec![Op::Insert { n: u16::MAX }; n / usize::from(u16::MAX)];
+            ops.push(Op::Insert {
+                n: (n % usize::from(u16::MAX)) as u16,
+            });
+            ops
+        };
+        let boundary = super::super::dir::CHUNK * PAGE;
+        let mut ops = fill(boundary + 300);
+        ops.extend([
+            Op::Vacant { pick: 7 },
+            Op::RemoveMany { step: 2 },
+            Op::Shrink,
+            Op::Insert { n: 500 },
+            Op::Compact,
+            Op::Vacant { pick: 3 },
+        ]);
+        ops.extend(fill(boundary / 2));
+        ops.extend([
+            Op::Remove { pick: 1 },
+            Op::Reserve { n: u16::MAX },
+            Op::Clear,
+            Op::Reserve { n: 300 },
+            Op::Shrink,
+        ]);
+        if let Err(e) = (Case { ops }).run() {
+            panic!("{e}");
+        }
+    }
 
     #[test]
     fn random_operations_agree_with_the_model() {
