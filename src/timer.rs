@@ -1069,15 +1069,19 @@ impl Builder {
     /// split matches the load; a timer used from one thread fills one
     /// shard, so give it [`shards(1)`](Builder::shards) to reserve it all
     /// there. Growing past the reservation is cheap either way: storage
-    /// grows a page (256 entries) at a time and never copies what it
-    /// holds. [`Timer::shrink`] gives back what is not in use, reserved or
-    /// not. Intervals and scheduled tasks take a little more, allocated as
-    /// they come.
+    /// grows a page (256 entries) at a time, never copies what it holds,
+    /// and no insert allocates more than a few pages' worth (8 KiB each),
+    /// however many timeouts the shard holds. [`Timer::shrink`] gives back
+    /// what is not in use, reserved or not. Intervals and scheduled tasks
+    /// take a little more, allocated as they come.
     ///
     /// # Errors
     ///
+    /// A shard holds at most `u32::MAX - 3` (4,294,967,292) timeouts:
     /// [`build`](Builder::build) fails with [`Error::is_invalid_config`] if
-    /// a shard's part is more than a shard can hold (`u32::MAX - 3`).
+    /// `timeouts.div_ceil(shards)` is more than that, and reserves up to
+    /// exactly that (about 40 bytes per timeout; an allocation that fails
+    /// aborts, as `Vec::with_capacity`'s does).
     ///
     /// # Examples
     ///

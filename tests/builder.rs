@@ -134,3 +134,56 @@ async fn a_capacity_past_what_a_shard_holds_is_refused() {
     let msg = config_error(Timer::builder().shards(1).capacity(usize::MAX));
     assert!(msg.contains("capacity"), "{msg}");
 }
+
+/// A shard holds `u32::MAX - 3` timeouts: a capacity of exactly that on one
+/// shard is taken, one more is an error (issue 26, fix 5: the store said it
+/// "ran out of keys" at the bound itself).
+#[tokio::test]
+async fn the_capacity_bound_is_exact() {
+    let most = u32::MAX as usize - 3;
+    let msg = config_error(Timer::builder().shards(1).capacity(most + 1));
+    assert!(msg.contains("(4294967292)"), "{msg}");
+    // Split over shards: each shard's part, rounded up, is what counts.
+    config_error(Timer::builder().shards(2).capacity(2 * most + 1));
+}
+
+/// The other side of [`the_capacity_bound_is_exact`]: `u32::MAX - 3` on one
+/// shard is accepted and reserved. Reserving it takes about 160 GiB, so a
+/// child process (this test binary again, running only this test) builds it
+/// under an address-space limit (`ulimit -v`): it must run out of memory
+/// (an allocation failure aborts), not panic with a capacity error.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_capacity_of_exactly_what_a_shard_holds_is_reserved() {
+    const CHILD: &str = "HASHWHEEL_TEST_RESERVE_MOST";
+    let most = u32::MAX as usize - 3;
+    if std::env::var_os(CHILD).is_some() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let _enter = rt.enter();
+        let built = Timer::builder().shards(1).capacity(most).build();
+        panic!("built without running out of memory: {built:?}");
+    }
+    let exe = std::env::current_exe().unwrap();
+    // 1 GiB of address space: the binary and a runtime, then pages until
+    // an allocation fails.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576 && exec \"$0\" --exact --test-threads=1 --nocapture \"$1\"")
+        .arg(exe)
+        .arg("a_capacity_of_exactly_what_a_shard_holds_is_reserved")
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(6),
+        "the child should abort on an allocation failure: {:?}\n{stderr}",
+        out.status
+    );
+    assert!(stderr.contains("memory allocation of"), "{stderr}");
+}

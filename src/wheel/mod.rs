@@ -39,7 +39,7 @@
 //!
 //! | operation | cost |
 //! |---|---|
-//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slot of the store and a list push or unlink; an insert allocates at most one page of 256 entries and never copies the ones held |
+//! | [`insert`](Wheel::insert), [`remove`](Wheel::remove), [`reset`](Wheel::reset) | O(1): a slot of the store and a list push or unlink; an insert allocates at most one page of 256 entries (and, once every 262,144 entries, an 8 KiB chunk of the page directory) and never copies anything |
 //! | [`poll`](Wheel::poll) | O(1) per entry taken out; empty ticks and rounds are skipped with occupancy bit sets |
 //! | [`next_tick`](Wheel::next_tick) | O(1), plus a look at up to 64 entries of the next round's ring slot |
 //! | [`peek`](Wheel::peek) | O(1) while the current round has entries; else a scan of ring slots |
@@ -49,9 +49,11 @@
 //! `()`, 32 for a `u64`) in the wheel's store, and a key is 12 bytes
 //! (`Option<Key>` too). The store keeps entries in pages (64, 64 and
 //! 128 entries, then 256 each) that are allocated as the wheel
-//! grows and never moved, so memory follows the entry count to within a
-//! page and no insert stalls on a copy. The wheel itself is two arrays of
-//! `u32` list heads, buckets and ring slots (2 KiB each by default).
+//! grows and never moved, reached through a directory of fixed-size chunks
+//! (8 KiB each, never a table that doubles), so memory follows the entry
+//! count to within a page and no insert stalls on a copy at any size. The
+//! wheel itself is two arrays of `u32` list heads, buckets and ring slots
+//! (2 KiB each by default), and the directory's first level, 2.5 KiB.
 //!
 //! # Examples
 //!

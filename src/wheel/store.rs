@@ -16,13 +16,17 @@
 //! | n ≥ 3 | `(n-2)·256..(n-1)·256`    | 256  |
 //!
 //! A key maps to its page and its place there with a comparison, a shift
-//! and a mask ([`locate`]); no hashing. A page is allocated at its full size
-//! when its first key is handed out and is never copied as the store grows:
-//! an insert costs at most one allocation and fill of a page (8 KiB of the
-//! timer's 32-byte entries, a few microseconds), whatever the size of the
-//! store. The directory of the pages of [`PAGE`] keys is a `Vec` of
-//! pointers (8 bytes per 256 keys), which is all that moves when it grows:
-//! 125 KiB at 4,000,000 keys.
+//! and a mask ([`locate`]); no hashing. The same function places a key in
+//! every per-key table of the timer ([`Sparse`], and the deadline words
+//! with pages of their own size). A page is allocated at its full size
+//! when its first key is handed out and is never copied as the store grows.
+//! The pages of [`PAGE`] keys are reached through a [`Dir`]: a radix tree
+//! of fixed fan-out (chunks of 1,024 page pointers, 8 KiB, and past 2^26
+//! keys groups of 256 chunks, 2 KiB), never a table that doubles. So an
+//! insert allocates at most a page (8 KiB of the timer's 32-byte entries,
+//! a few microseconds), a chunk every 262,144 keys and a group every 2^26,
+//! and copies nothing, whatever the size of the store; a lookup is two
+//! loads below 2^26 keys, as through a `Vec` of pages.
 //!
 //! Why 256: a page is filled when it is allocated (safe Rust has no
 //! uninitialised pages), so its size sets the rare insert that pays for a

@@ -32,6 +32,9 @@ pub struct Config {
     /// W11 timers the `Timer` grows to while a 1 ms interval is measured
     /// (`--w11-grow=N`).
     pub w11_grow: usize,
+    /// W11's boundary part: one shard grown to 2^N keys, every insert
+    /// timed, three rounds (`--w11-bounds=N`).
+    pub w11_bounds: u32,
     /// W12 `light` sleeps (`--w12-light=N`).
     pub w12_light: usize,
     /// W12 `busy` seconds per contender and flavour (`--w12-busy-secs=S`).
@@ -84,6 +87,7 @@ impl Config {
                 w10_rounds: 2,
                 w11_count: 300_000,
                 w11_grow: 300_000,
+                w11_bounds: 20,
                 w12_light: 500,
                 w12_busy_secs: 1.0,
                 q_hold: 200_000,
@@ -112,6 +116,7 @@ impl Config {
                 w10_rounds: 3,
                 w11_count: 4_000_000,
                 w11_grow: 2_000_000,
+                w11_bounds: 24,
                 w12_light: 2_000,
                 w12_busy_secs: 3.0,
                 q_hold: 1_000_000,
@@ -129,6 +134,7 @@ impl Config {
             w10_rounds: arg("w10-rounds").unwrap_or(cfg.w10_rounds),
             w11_count: arg("w11-count").unwrap_or(cfg.w11_count),
             w11_grow: arg("w11-grow").unwrap_or(cfg.w11_grow),
+            w11_bounds: arg("w11-bounds").unwrap_or(cfg.w11_bounds),
             w12_light: arg("w12-light").unwrap_or(cfg.w12_light),
             w12_busy_secs: arg("w12-busy-secs").unwrap_or(cfg.w12_busy_secs),
             charts: charts_dir(quick),

@@ -119,6 +119,7 @@ fn main() {
         return match which.as_str() {
             "W10" => w10::child(&cfg),
             "W11" => w11::child(&cfg),
+            "W11-bounds" => w11::bounds_child(&cfg),
             "W12" => w12::child(&cfg),
             other => panic!("unknown child workload {other}"),
         };
@@ -194,6 +195,10 @@ fn main() {
     if cfg.runs("W11") {
         lines.extend(w11::w11(&cfg));
         eprintln!("W11 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W11") || cfg.runs("W11-bounds") {
+        lines.extend(w11::bounds(&cfg));
+        eprintln!("W11 boundaries done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W12") {
         lines.extend(w12::w12(&cfg));

@@ -14,6 +14,16 @@
 //! yielding every 1,024 inserts). The crate exposes no "longest driver
 //! turn" statistic, so the interval's lateness stands for it: a turn that
 //! stalls shows up there.
+//!
+//! Third part (also alone: `--only=W11-bounds`): no insert may do work that
+//! grows with the timer. One shard (`shards(1)`, so that every key lands in
+//! one store) grown to 2^N keys (`--w11-bounds=N`, 24 by default), every
+//! insert timed, in three child processes; for each power of two 2^j the
+//! insert that reaches key 2^j and the one 256 keys later (where the old
+//! page table doubled), and every boundary of the store's page directory
+//! (a chunk every 262,144 keys), best of three. The handles and the
+//! latency buffer are touched before the clock starts, so the page faults
+//! timed are the timer's own.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +34,7 @@ use hashwheel::{Timeout, Timer};
 use tokio::time::{Instant, Sleep};
 
 use crate::child::{self, get, need};
-use crate::common::{current_thread, poll_once, two_workers};
+use crate::common::{best, current_thread, poll_once, two_workers};
 use crate::config::Config;
 use crate::report::{lines, Line};
 
@@ -433,5 +443,137 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
         3,
         None,
     ));
+    out
+}
+
+/// Keys per chunk of the store's page directory: 1,024 pages of 256.
+const CHUNK_KEYS: usize = 1 << 18;
+
+/// The boundary child: one shard grown to `2^bits + 512` keys, every insert
+/// timed; prints the inserts at the boundaries.
+pub fn bounds_child(_cfg: &Config) {
+    let bits: u32 = need("bits");
+    let n = (1usize << bits) + 512;
+    // Touched up front (not a zeroed allocation the kernel maps lazily).
+    let mut lat: Vec<u32> = vec![1; n];
+    let mut held: Vec<Option<Timeout>> = (0..n).map(|_| None).collect();
+    current_thread().block_on(async {
+        let timer = Timer::builder().shards(1).build().expect("timer");
+        let base = Instant::now() + Duration::from_secs(60);
+        timed(n, &mut lat, |i| {
+            let d = base + Duration::from_nanos(1_000_000_000 * i as u64 / n as u64);
+            let mut t = timer.sleep_until(d);
+            poll_once(Pin::new(&mut t));
+            held[i] = Some(t);
+        });
+        assert_eq!(timer.pending(), n);
+    });
+    // A fresh shard hands out keys in order: insert `i` takes key `i`.
+    let mut figures: Vec<(String, f64)> = Vec::new();
+    for j in 10..=bits {
+        figures.push((format!("pow_{j}"), f64::from(lat[1 << j])));
+        figures.push((format!("pow256_{j}"), f64::from(lat[(1 << j) + 256])));
+    }
+    for k in (CHUNK_KEYS..n).step_by(CHUNK_KEYS) {
+        figures.push((format!("chunk_{}", k / CHUNK_KEYS), f64::from(lat[k])));
+    }
+    let mut pages: Vec<u32> = lat.iter().step_by(256).copied().collect();
+    pages.sort_unstable();
+    figures.push(("page_p50".into(), f64::from(pages[pages.len() / 2])));
+    let (at, worst) = lat
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, &ns)| ns)
+        .map_or((0, 0), |(i, &ns)| (i, ns));
+    figures.push(("worst".into(), f64::from(worst)));
+    figures.push(("worst_at".into(), at as f64));
+    drop(held);
+    let figures: Vec<(&str, f64)> = figures.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    child::report(&figures);
+}
+
+/// W11's third part: the insert at each boundary of one shard's tables,
+/// best of three child processes (see the module docs).
+pub fn bounds(cfg: &Config) -> Vec<Line> {
+    const ROUNDS: usize = 3;
+    let bits = cfg.w11_bounds;
+    eprintln!("W11: one shard grown to 2^{bits} keys, every insert timed, {ROUNDS} rounds");
+    let runs: Vec<_> = (0..ROUNDS)
+        .map(|_| child::run("W11-bounds", &[("bits", bits.to_string())]))
+        .collect();
+    let ours = "hashwheel Timer";
+    let us = |key: &str| -> Vec<f64> { runs.iter().map(|f| get(f, key) / 1e3).collect() };
+    let mut out = Vec::new();
+    let mut worst_boundary: (f64, String) = (0.0, String::new());
+    let mut line = |figure: String, rounds: Vec<f64>, out: &mut Vec<Line>| {
+        out.extend(lines(
+            "W11",
+            &figure,
+            &[(ours, rounds)],
+            ours,
+            None,
+            1,
+            None,
+        ));
+    };
+    for j in 10..=bits {
+        for (key, what) in [
+            (format!("pow_{j}"), format!("key 2^{j}")),
+            (format!("pow256_{j}"), format!("key 2^{j} + 256")),
+        ] {
+            let rounds = us(&key);
+            if best(&rounds) > worst_boundary.0 {
+                worst_boundary = (best(&rounds), what.clone());
+            }
+            line(
+                format!("one shard: the insert at {what}, µs (best of {ROUNDS})"),
+                rounds,
+                &mut out,
+            );
+        }
+    }
+    let chunks = ((1usize << bits) + 512) / CHUNK_KEYS;
+    let mut chunk_worst: (f64, usize) = (0.0, 0);
+    for k in 1..=chunks {
+        let b = best(&us(&format!("chunk_{k}")));
+        if b > chunk_worst.0 {
+            chunk_worst = (b, k);
+        }
+    }
+    if chunk_worst.1 > 0 {
+        line(
+            format!(
+                "one shard: worst directory-chunk boundary (every 262,144 keys, best of {ROUNDS} each), µs, at key {}",
+                chunk_worst.1 * CHUNK_KEYS
+            ),
+            vec![chunk_worst.0],
+            &mut out,
+        );
+        if chunk_worst.0 > worst_boundary.0 {
+            worst_boundary = (chunk_worst.0, format!("key {}", chunk_worst.1 * CHUNK_KEYS));
+        }
+    }
+    line(
+        format!(
+            "one shard to 2^{bits}: worst boundary insert (best of {ROUNDS} each), µs, at {}",
+            worst_boundary.1
+        ),
+        vec![worst_boundary.0],
+        &mut out,
+    );
+    line(
+        format!("one shard to 2^{bits}: p50 of the inserts that open a page, µs"),
+        us("page_p50"),
+        &mut out,
+    );
+    line(
+        format!("one shard to 2^{bits}: worst single insert of the run (reported, not judged), µs"),
+        us("worst"),
+        &mut out,
+    );
+    eprintln!(
+        "W11: worst single insert at #{:?}",
+        runs.iter().map(|f| get(f, "worst_at")).collect::<Vec<_>>()
+    );
     out
 }
