@@ -505,7 +505,7 @@ pub fn bounds(cfg: &Config) -> Vec<Line> {
     let us = |key: &str| -> Vec<f64> { runs.iter().map(|f| get(f, key) / 1e3).collect() };
     let mut out = Vec::new();
     let mut worst_boundary: (f64, String) = (0.0, String::new());
-    let mut line = |figure: String, rounds: Vec<f64>, out: &mut Vec<Line>| {
+    let line = |figure: String, rounds: Vec<f64>, out: &mut Vec<Line>| {
         out.extend(lines(
             "W11",
             &figure,
