@@ -343,7 +343,8 @@ impl Timer {
     ///
     /// # Panics
     ///
-    /// As [`sleep`](Timer::sleep).
+    /// As [`sleep`](Timer::sleep); [`try_timeout`](Timer::try_timeout)
+    /// returns those as errors.
     ///
     /// # Examples
     ///
@@ -368,7 +369,8 @@ impl Timer {
     ///
     /// # Panics
     ///
-    /// As [`sleep`](Timer::sleep).
+    /// As [`sleep`](Timer::sleep); [`try_timeout_at`](Timer::try_timeout_at)
+    /// returns those as errors.
     ///
     /// # Examples
     ///
@@ -391,6 +393,75 @@ impl Timer {
         fut: F,
     ) -> WithTimeout<F::IntoFuture> {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
+    }
+
+    /// Like [`timeout`](Timer::timeout), but returns an error instead of
+    /// panicking: the form for servers that set a [`max_pending`](Builder::max_pending)
+    /// limit and would rather turn a request away than panic.
+    ///
+    /// On an error `fut` is dropped without being polled.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_sleep`](Timer::try_sleep): [`Error::is_at_capacity`] at the
+    /// [`max_pending`](Builder::max_pending) limit, [`Error::is_stopped`]
+    /// after [`stop`](Timer::stop) or once the runtime that ran the driver
+    /// has shut down. The returned future itself fails with
+    /// [`Elapsed`](crate::Elapsed), as [`timeout`](Timer::timeout)'s does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::builder().max_pending(1).build().unwrap();
+    /// let first = timer.try_timeout(Duration::from_secs(1), async { 1 }).unwrap();
+    /// let second = timer.try_timeout(Duration::from_secs(1), async { 2 });
+    /// assert!(second.err().unwrap().is_at_capacity());
+    /// assert_eq!(first.await, Ok(1)); // its place is free again
+    /// assert_eq!(timer.try_timeout(Duration::from_secs(1), async { 3 }).unwrap().await, Ok(3));
+    /// # }
+    /// ```
+    pub fn try_timeout<F: IntoFuture>(
+        &self,
+        delay: Duration,
+        fut: F,
+    ) -> Result<WithTimeout<F::IntoFuture>, Error> {
+        let timeout = self.try_sleep(delay)?;
+        Ok(WithTimeout::new(fut.into_future(), timeout))
+    }
+
+    /// Like [`timeout_at`](Timer::timeout_at), but returns an error instead
+    /// of panicking. On an error `fut` is dropped without being polled.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_timeout`](Timer::try_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// timer.stop();
+    /// let deadline = Instant::now() + Duration::from_secs(1);
+    /// let res = timer.try_timeout_at(deadline, async { 1 });
+    /// assert!(res.err().unwrap().is_stopped());
+    /// # }
+    /// ```
+    pub fn try_timeout_at<F: IntoFuture>(
+        &self,
+        deadline: impl Into<Instant>,
+        fut: F,
+    ) -> Result<WithTimeout<F::IntoFuture>, Error> {
+        let timeout = self.try_sleep_until(deadline)?;
+        Ok(WithTimeout::new(fut.into_future(), timeout))
     }
 
     /// Runs `task` once after `delay`, Netty style: the counterpart of
