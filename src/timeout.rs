@@ -152,9 +152,12 @@ impl Timeout {
         self.shard.lock().wheel.state(self.key())
     }
 
-    /// The instant this timeout completes: its deadline, to the microsecond
-    /// (rounded up). About 30 years out for a timeout that never completes.
-    /// The counterpart of tokio's `Sleep::deadline`.
+    /// The instant this timeout completes: its deadline as the timer keeps
+    /// it, rounded up to the microsecond (a deadline before the timer was
+    /// built reads as the instant it was built). About 30 years out for a
+    /// timeout that never completes. The counterpart of tokio's
+    /// `Sleep::deadline`, which returns the instant given to the
+    /// nanosecond (`hashwheel::time::Sleep::deadline` does too).
     ///
     /// # Examples
     ///

@@ -903,6 +903,20 @@ impl Timer {
         }
     }
 
+    /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
+    /// `delay`, to the nanosecond (the timeout keeps it rounded up to the
+    /// microsecond); `None` if that overflows (the timeout then never
+    /// completes).
+    #[track_caller]
+    pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
+        let deadline = self.shared.now().checked_add(delay);
+        let tick = deadline.map_or(NEVER, |deadline| self.shared.tick_of(deadline));
+        (
+            unwrap(self.timeout_at_tick(tick, delay.is_zero())),
+            deadline,
+        )
+    }
+
     /// Whether `self` and `other` are handles to the same timer.
     pub(crate) fn same(&self, other: &Timer) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
