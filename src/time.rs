@@ -590,18 +590,11 @@ pub struct Sleep {
     /// keeps it rounded up to the microsecond, and a deadline before the
     /// timer's start as that start.
     deadline: Instant,
-    /// Whether it was polled: tokio's `Sleep` reports `is_elapsed` only
-    /// once registered, even when its deadline had passed at creation.
-    polled: bool,
 }
 
 impl Sleep {
     fn new(inner: crate::Timeout, deadline: Instant) -> Sleep {
-        Sleep {
-            inner,
-            deadline,
-            polled: false,
-        }
+        Sleep { inner, deadline }
     }
 
     /// The instant the sleep completes: the deadline given to
@@ -631,7 +624,11 @@ impl Sleep {
     }
 
     /// Whether the sleep has completed: it was polled, and its deadline has
-    /// been reached.
+    /// been reached. A sleep never polled reports `false` whatever its
+    /// deadline, as tokio's; so does one [`reset`](Sleep::reset) before
+    /// its first poll or after it completed, until its next poll, where
+    /// tokio's registers at the reset (see
+    /// [`Timeout::is_expired`](crate::Timeout::is_expired)).
     ///
     /// # Examples
     ///
@@ -648,7 +645,7 @@ impl Sleep {
     /// ```
     #[must_use]
     pub fn is_elapsed(&self) -> bool {
-        self.polled && self.inner.is_expired()
+        self.inner.is_expired()
     }
 
     /// Moves the deadline to `deadline`, in O(1), whether the sleep is
@@ -703,9 +700,7 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        this.polled = true;
-        Pin::new(&mut this.inner).poll(cx)
+        Pin::new(&mut self.get_mut().inner).poll(cx)
     }
 }
 

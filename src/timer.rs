@@ -310,7 +310,7 @@ impl Timer {
     /// driver).
     fn timeout_at_tick(&self, tick: u64, due: bool) -> Result<Timeout, Error> {
         let shard = &self.shared.shards[self.shared.current_shard()];
-        if due {
+        if due && Timeout::can_fire_at_creation(tick) {
             if let Some(reason) = self.shared.common.stop_reason() {
                 return Err(Error::stopped(reason));
             }

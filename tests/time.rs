@@ -314,10 +314,10 @@ async fn sleep_is_unpin_and_reports_is_elapsed_only_once_polled_as_tokio_does() 
     let now = tokio::time::Instant::now();
     let mut sleep = hashwheel::time::sleep_until(now);
     unpin(&sleep);
-    // tokio's `Sleep` says `false` here too: not yet polled. The `Timer`
-    // API's `Timeout` already knows its deadline has passed.
+    // tokio's `Sleep` says `false` here too: not yet polled. So does the
+    // `Timer` API's `Timeout`.
     assert!(!sleep.is_elapsed());
-    assert!(Timer::current().sleep_until(now).is_expired());
+    assert!(!Timer::current().sleep_until(now).is_expired());
     (&mut sleep).await;
     assert!(sleep.is_elapsed());
     assert!(format!("{sleep:?}").starts_with("Sleep"));
