@@ -376,3 +376,21 @@ fn a_past_deadline_on_a_fresh_runtime_is_reported_as_given() {
         sleep.await;
     });
 }
+
+/// Issue 27: `IntervalStream::new(hashwheel::time::interval(..))` does not
+/// compile (tokio-stream's wrapper takes tokio's `Interval`); the interval
+/// is a `Stream` itself, of tokio's `Instant`s, the same ticks as `tick`.
+#[tokio::test(start_paused = true)]
+async fn an_interval_is_a_stream_of_tokio_instants_without_a_wrapper() {
+    use futures_util::StreamExt;
+    use hashwheel::time::{interval, Instant};
+    fn stream<S: futures_util::Stream<Item = Instant> + Unpin>(s: S) -> S {
+        s
+    }
+    let start = Instant::now();
+    let mut ticks = stream(interval(Duration::from_millis(10)));
+    let got: Vec<Instant> = (&mut ticks).take(3).collect().await;
+    let ms = Duration::from_millis;
+    assert_eq!(got, [start, start + ms(10), start + ms(20)]);
+    assert_eq!(ticks.tick().await, start + ms(30));
+}
