@@ -222,8 +222,9 @@ impl Timeout {
     /// [`reset`](Timeout::reset) of one that had completed) it reports
     /// `false`, whatever its deadline, as tokio's `Sleep` does before its
     /// first poll. Once polled it reports `true` from the moment the
-    /// timer fires it (before the task polls it again), or at once if its
-    /// first poll found the deadline passed.
+    /// timer fires it, before the task polls it again (one created with its
+    /// deadline passed, or a zero delay, is ready and expired at its first
+    /// poll).
     ///
     /// # Examples
     ///
