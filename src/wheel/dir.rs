@@ -1,8 +1,8 @@
-//! The directory of a table's pages of [`PAGE`] keys: a fixed-fan-out radix
+//! The directory of a table's pages of [`PAGE`](super::store::PAGE) keys: a fixed-fan-out radix
 //! tree, so that no table ever allocates or copies more than a few KiB at
 //! once however many keys it holds.
 //!
-//! A big page's number `n` (its first key over [`PAGE`], see
+//! A big page's number `n` (its first key over `PAGE`, see
 //! [`locate`](super::store::locate)) splits into three parts: the *group*
 //! (`n >> 18`), the *chunk* in the group (8 bits) and the page in the chunk
 //! ([`CHUNK_SHIFT`] bits). A chunk is a boxed array of [`CHUNK`] page
@@ -191,7 +191,6 @@ impl<P> Dir<P> {
 
     /// The bytes of the directory's own allocations (its chunks and
     /// groups; not the pages).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn heap_bytes(&self) -> usize {
         let chunk = std::mem::size_of::<Chunk<P>>();
         let group = std::mem::size_of::<Group<P>>();
