@@ -66,7 +66,7 @@ pub(crate) const NEAR_SHIFT: u32 = 26;
 /// The highest big page number, in tables of [`PAGE`] keys.
 pub(crate) const MAX_BIG: usize = (u32::MAX >> PAGE_SHIFT) as usize;
 /// Pages enough for every `u32` key.
-#[cfg_attr(not(any(test, fuzzing)), allow(dead_code))]
+#[cfg(test)]
 pub(crate) const MAX_PAGES: usize = SMALL_PAGES + MAX_BIG;
 
 /// The pages smaller than `1 << shift` keys, in a table of pages of that
