@@ -511,6 +511,8 @@ impl Common {
             RUNNING => None,
             STOPPED => Some(StopReason::Stopped),
             DRIVER_PANICKED => Some(StopReason::DriverPanicked),
+            #[cfg(all(feature = "thread", feature = "tokio"))]
+            SPAWN_RUNTIME_GONE => Some(StopReason::SpawnRuntimeGone),
             _ => Some(StopReason::RuntimeShutDown),
         }
     }
@@ -790,6 +792,8 @@ pub(crate) fn stop(
         StopReason::Stopped => STOPPED,
         StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
         StopReason::DriverPanicked => DRIVER_PANICKED,
+        #[cfg(all(feature = "thread", feature = "tokio"))]
+        StopReason::SpawnRuntimeGone => SPAWN_RUNTIME_GONE,
     };
     if common
         .stopped
@@ -872,6 +876,10 @@ const STOPPED: u8 = 1;
 const RUNTIME_SHUT_DOWN: u8 = 2;
 /// Stopped because the driver panicked (see `driver`).
 const DRIVER_PANICKED: u8 = 3;
+/// Stopped because the runtime a thread-driven timer spawns its callbacks
+/// on shut down (see `executor`).
+#[cfg(all(feature = "thread", feature = "tokio"))]
+const SPAWN_RUNTIME_GONE: u8 = 4;
 
 /// About 30 years: how far out tokio puts "never".
 pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
@@ -887,8 +895,12 @@ pub(crate) fn far_future(from: Instant) -> Instant {
 /// | state       | meaning                                      |
 /// |-------------|----------------------------------------------|
 /// | `PENDING`   | in the wheel, waiting for its deadline       |
-/// | `EXPIRED`   | its deadline passed: it ran or is running    |
-/// | `CANCELLED` | cancelled by its handle or the timer stopping |
+/// | `EXPIRED`   | its deadline passed: it ran, runs, or waits in its executor |
+/// | `CANCELLED` | cancelled by its handle or the timer stopping, or dropped unrun by the runtime it was spawned on |
+///
+/// The one move outside the lock, `EXPIRED` to `CANCELLED`, is made by the
+/// holder of the callback, a spawned task that its runtime dropped unrun
+/// (see [`TaskInner::hand_back`]).
 pub(crate) const PENDING: u8 = 0;
 pub(crate) const EXPIRED: u8 = 1;
 pub(crate) const CANCELLED: u8 = 2;
@@ -931,6 +943,23 @@ impl TaskInner {
 
     /// Called under the shard's lock.
     pub(crate) fn mark_cancelled(&self) {
+        self.state.store(CANCELLED, Ordering::Release);
+    }
+
+    /// The task came due and was handed to a runtime that dropped it unrun
+    /// (it shut down): it goes back to its handles, cancelled, with
+    /// `callback` if given, as from [`stop`]. Called without the lock, by
+    /// the one holder of the callback: the task has left the wheel
+    /// (`EXPIRED`), and nothing else moves it from there.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn hand_back(&self, callback: Option<Callback>) {
+        if let Some(callback) = callback {
+            *self
+                .task
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(callback);
+        }
+        // After the closure: whoever sees `CANCELLED` finds it.
         self.state.store(CANCELLED, Ordering::Release);
     }
 

@@ -74,6 +74,8 @@ pub(crate) fn start(
     sleeper: Arc<Sleeper>,
     runner: TaskRunner,
 ) -> std::io::Result<()> {
+    #[cfg(feature = "tokio")]
+    runner.watch(shared);
     let (common, shards) = shared.driver_parts();
     let weak = Arc::downgrade(&common);
     drop(common);

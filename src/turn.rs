@@ -109,7 +109,7 @@ pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner) -> usize {
     for fired in batch.drain(..) {
         match fired {
             Fired::Waker(waker) => wake(waker),
-            Fired::Task(task) => spawned += usize::from(runner.run(&task)),
+            Fired::Task(task) => spawned += usize::from(runner.run(task)),
             Fired::Beat(beat) => {
                 if let Some(waker) = beat.waker.take() {
                     wake(waker);
