@@ -222,3 +222,59 @@ async fn a_coarse_tick_batches_on_its_grid() {
     assert_eq!(start.elapsed(), ms(10));
     assert_eq!(timer.stats().driver_wakeups, 1);
 }
+
+/// Idles on a oneshot sent from an OS thread after 30 ms of real time, and
+/// returns how far the paused clock moved meanwhile.
+async fn paused_clock_moved_while_idle() -> Duration {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(ms(30));
+        tx.send(()).unwrap();
+    });
+    let before = Instant::now();
+    rx.await.unwrap();
+    sender.join().unwrap();
+    Instant::now() - before
+}
+
+/// Issue 26, found 1: once nothing is pending, the timer leaves no runtime
+/// timer registered for tokio's auto-advance to jump to. Two sleeps (the
+/// second polled once before the first completes), both completed; then
+/// the runtime idles on a channel: the paused clock stays where
+/// `tokio::time` leaves it (it used to jump 1 ms, to the alarm's spare).
+#[tokio::test(start_paused = true)]
+async fn the_paused_clock_stays_put_once_nothing_is_pending() {
+    // The reference: tokio::time's sleeps.
+    {
+        let first = time::sleep(ms(10));
+        let mut second = task::spawn(time::sleep(ms(20)));
+        assert_pending!(second.poll());
+        first.await;
+        second.await;
+    }
+    let tokio_moved = paused_clock_moved_while_idle().await;
+    assert_eq!(tokio_moved, Duration::ZERO, "tokio::time's reference");
+    let timer = Timer::new();
+    let start = Instant::now();
+    let first = timer.sleep(ms(10));
+    let mut second = task::spawn(timer.sleep(ms(20)));
+    assert_pending!(second.poll());
+    first.await;
+    second.await;
+    assert_eq!(start.elapsed(), ms(20));
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(paused_clock_moved_while_idle().await, tokio_moved);
+}
+
+/// The same through `hashwheel::time`, switched by its `use` line.
+#[tokio::test(start_paused = true)]
+async fn the_paused_clock_stays_put_through_hashwheel_time() {
+    let start = Instant::now();
+    let first = hashwheel::time::sleep(ms(10));
+    let mut second = task::spawn(hashwheel::time::sleep(ms(20)));
+    assert_pending!(second.poll());
+    first.await;
+    second.await;
+    assert_eq!(start.elapsed(), ms(20));
+    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}
