@@ -12,6 +12,9 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use std::sync::Weak;
 
 #[cfg(all(feature = "thread", feature = "tokio"))]
+use tokio::sync::Notify;
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
 use crate::error::StopReason;
 use crate::shard::{panic_message, TaskInner};
 #[cfg(all(feature = "thread", feature = "tokio"))]
@@ -236,6 +239,8 @@ impl TaskExecutor {
             handle: Some(handle),
             #[cfg(feature = "thread")]
             hand_back: false,
+            #[cfg(feature = "thread")]
+            watch: None,
         }
     }
 
@@ -252,6 +257,8 @@ impl TaskExecutor {
             handle,
             #[cfg(feature = "tokio")]
             hand_back: true,
+            #[cfg(feature = "tokio")]
+            watch: None,
         }
     }
 
@@ -291,6 +298,10 @@ pub(crate) struct TaskRunner {
     /// its tasks own).
     #[cfg(all(feature = "thread", feature = "tokio"))]
     hand_back: bool,
+    /// The guard task on the spawn runtime of a thread-driven timer, ended
+    /// as this is dropped (see [`TaskRunner::watch`]).
+    #[cfg(all(feature = "thread", feature = "tokio"))]
+    watch: Option<Watch>,
 }
 
 impl TaskRunner {
@@ -400,20 +411,34 @@ impl TaskRunner {
     /// it, shutting down, so that no callback is accepted that could never
     /// run. The pending tasks come back to their handles with their
     /// closures, as from [`Timer::stop`](crate::Timer::stop). The guard
-    /// ends once the timer is stopped or gone. A runtime already shut down
-    /// drops it at once: the timer starts stopped.
-    pub(crate) fn watch(&self, shared: &Shared) {
+    /// ends with the driver's thread, which drops this runner once the
+    /// timer is stopped or gone. A runtime already shut down drops it at
+    /// once: the timer starts stopped.
+    pub(crate) fn watch(&mut self, shared: &Shared) {
         let (Kind::Spawn, Some(handle)) = (&self.executor.kind, &self.handle) else {
             return;
         };
         let (common, shards) = shared.driver_parts();
         let guard = StopOnDrop(Arc::downgrade(&common), shards);
-        let ended = common.ended.clone();
         drop(common);
+        let ended = Arc::new(Notify::new());
+        self.watch = Some(Watch(ended.clone()));
         drop(handle.spawn(async move {
             ended.notified().await;
             drop(guard);
         }));
+    }
+}
+
+/// Ends the guard task of [`TaskRunner::watch`] as the runner is dropped
+/// (the driver's thread ended).
+#[cfg(all(feature = "thread", feature = "tokio"))]
+struct Watch(Arc<Notify>);
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.notify_one();
     }
 }
 

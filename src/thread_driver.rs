@@ -71,7 +71,11 @@ pub(crate) fn start(
     runner: TaskRunner,
 ) -> std::io::Result<()> {
     #[cfg(feature = "tokio")]
-    runner.watch(shared);
+    let runner = {
+        let mut runner = runner;
+        runner.watch(shared);
+        runner
+    };
     let (common, shards) = shared.driver_parts();
     let weak = Arc::downgrade(&common);
     drop(common);
