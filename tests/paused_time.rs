@@ -278,3 +278,26 @@ async fn the_paused_clock_stays_put_through_hashwheel_time() {
     assert_eq!(start.elapsed(), ms(20));
     assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
 }
+
+/// A timer built outside its runtime (`Builder::handle`) starts its clock
+/// by the runtime's paused time, not std's: its sleeps complete with
+/// tokio's (found by the guarantees matrix: it completed 1 ms late, its
+/// start read from std's clock, a little after the paused one).
+#[test]
+fn a_timer_built_outside_its_paused_runtime_keeps_tokios_time() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    std::thread::sleep(us(300));
+    let timer = Timer::builder()
+        .handle(rt.handle().clone())
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let start = Instant::now();
+        timer.sleep(ms(10)).await;
+        assert_eq!(start.elapsed(), ms(10));
+    });
+}
