@@ -68,11 +68,24 @@ thread_local! {
 /// Runs `arm` (a reset and poll of the alarm, under its lock); returns
 /// whether the alarm is due, by `arm`'s result or because the runtime woke
 /// it from inside (a deadline already past).
-fn arming(arm: impl FnOnce() -> bool) -> bool {
+pub(crate) fn arming(arm: impl FnOnce() -> bool) -> bool {
+    /// Clears both flags however `arm` ends: a panic in it (tokio's `Sleep`
+    /// panics when polled as its runtime shuts down) must not leave this
+    /// thread taking every later wake of a driver for its own arming.
+    struct Arming;
+    impl Drop for Arming {
+        fn drop(&mut self) {
+            ARMING.with(|a| a.set(false));
+            RUNG.with(|r| r.set(false));
+        }
+    }
     ARMING.with(|a| a.set(true));
+    let arming = Arming;
     let ready = arm();
     ARMING.with(|a| a.set(false));
-    RUNG.with(|r| r.replace(false)) || ready
+    let rung = RUNG.with(|r| r.replace(false));
+    std::mem::forget(arming);
+    rung || ready
 }
 
 /// Called by the driver's waker: if this thread is arming the alarm (and
