@@ -301,3 +301,19 @@ fn a_timer_built_outside_its_paused_runtime_keeps_tokios_time() {
         assert_eq!(start.elapsed(), ms(10));
     });
 }
+
+/// Where paused time still differs from `tokio::time` (docs/MIGRATING.md):
+/// a timeout dropped before its deadline leaves the driver's alarm armed
+/// at that deadline (disarming it would cost every cancel a look at the
+/// whole timer), so an idle paused runtime auto-advances to it once, and
+/// from then on stays put.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_timeout_leaves_the_alarm_for_one_auto_advance() {
+    let timer = Timer::new();
+    let mut dropped = task::spawn(timer.sleep(ms(10)));
+    assert_pending!(dropped.poll());
+    drop(dropped);
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(paused_clock_moved_while_idle().await, ms(10));
+    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}
