@@ -311,15 +311,19 @@ impl TaskRunner {
     #[inline]
     pub(crate) fn run(&self, task: Arc<TaskInner>) -> bool {
         let Some(callback) = task.take_task() else {
+            task.handed();
             return false;
         };
         match &self.executor.kind {
-            Kind::Driver => run_caught(callback),
+            Kind::Driver => {
+                task.handed();
+                run_caught(callback);
+            }
             #[cfg(feature = "tokio")]
             Kind::Spawn => {
                 if let Some(handle) = &self.handle {
                     let spawned = Spawned {
-                        task,
+                        task: task.clone(),
                         callback: Some(callback),
                         #[cfg(feature = "thread")]
                         hand_back: self.hand_back,
@@ -327,14 +331,21 @@ impl TaskRunner {
                     drop(handle.spawn(async move {
                         let mut spawned = spawned;
                         if let Some(callback) = spawned.callback.take() {
+                            spawned.task.handed();
                             run_caught(callback);
                         }
                     }));
+                    // Queued on a live runtime, or already run; unless the
+                    // runtime dropped it (it is shutting down), which
+                    // handed it back cancelled first.
+                    task.handed();
                     return true;
                 }
+                task.handed();
                 run_caught(callback);
             }
             Kind::Custom(executor) => {
+                task.handed();
                 let callback: Callback = Box::new(move || run_caught(callback));
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| executor(callback))) {
                     tracing::warn!(

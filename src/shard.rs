@@ -604,15 +604,20 @@ const SPAWN_RUNTIME_GONE: u8 = 4;
 /// | state       | meaning                                      |
 /// |-------------|----------------------------------------------|
 /// | `PENDING`   | in the wheel, waiting for its deadline       |
-/// | `EXPIRED`   | its deadline passed: it ran, runs, or waits in its executor |
+/// | `DUE`       | its deadline passed and it left the wheel: the driver hands it to its executor |
+/// | `EXPIRED`   | it runs or ran, or waits in its executor to run |
 /// | `CANCELLED` | cancelled by its handle or the timer stopping, or dropped unrun by the runtime it was spawned on |
 ///
-/// The one move outside the lock, `EXPIRED` to `CANCELLED`, is made by the
-/// holder of the callback, a spawned task that its runtime dropped unrun
-/// (see [`TaskInner::hand_back`]).
+/// The moves outside the lock are made by the one holder of the callback:
+/// `DUE` to `EXPIRED` once it runs or is handed on
+/// ([`TaskInner::handed`]), and `DUE` or `EXPIRED` to `CANCELLED` when the
+/// runtime it was spawned on drops it unrun ([`TaskInner::hand_back`]).
+/// So `EXPIRED` never stands for a callback that a dead runtime dropped,
+/// nor for one on its way to a runtime that is going.
 pub(crate) const PENDING: u8 = 0;
 pub(crate) const EXPIRED: u8 = 1;
 pub(crate) const CANCELLED: u8 = 2;
+pub(crate) const DUE: u8 = 3;
 
 type Callback = Box<dyn FnOnce() + Send + 'static>;
 
@@ -645,9 +650,17 @@ impl TaskInner {
         }
     }
 
-    /// Called under the shard's lock.
-    pub(crate) fn mark_expired(&self) {
-        self.state.store(EXPIRED, Ordering::Release);
+    /// Called under the shard's lock, as the task leaves the wheel due.
+    pub(crate) fn mark_due(&self) {
+        self.state.store(DUE, Ordering::Release);
+    }
+
+    /// The callback runs, or was handed to its executor: `DUE` becomes
+    /// `EXPIRED`, unless it came back cancelled meanwhile.
+    pub(crate) fn handed(&self) {
+        let _ = self
+            .state
+            .compare_exchange(DUE, EXPIRED, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// Called under the shard's lock.
@@ -658,8 +671,8 @@ impl TaskInner {
     /// The task came due and was handed to a runtime that dropped it unrun
     /// (it shut down): it goes back to its handles, cancelled, with
     /// `callback` if given, as from [`stop`]. Called without the lock, by
-    /// the one holder of the callback: the task has left the wheel
-    /// (`EXPIRED`), and nothing else moves it from there.
+    /// the one holder of the callback: the task has left the wheel (`DUE`
+    /// or `EXPIRED`), and nothing else moves it from there.
     #[cfg(feature = "tokio")]
     pub(crate) fn hand_back(&self, callback: Option<Callback>) {
         if let Some(callback) = callback {

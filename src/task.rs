@@ -175,7 +175,9 @@ impl TaskHandle {
     /// spawned task runs when the runtime gets to it). A spawned task that
     /// its runtime drops unrun, shutting down, turns
     /// [cancelled](TaskHandle::is_cancelled) instead: this never claims a
-    /// callback that did not run.
+    /// callback that did not run. Between its deadline and its hand-off
+    /// (a moment, on the driver) a task is neither expired nor cancelled,
+    /// and [`cancel`](TaskHandle::cancel) returns `false`.
     ///
     /// # Examples
     ///

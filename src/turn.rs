@@ -158,7 +158,7 @@ pub(crate) fn turn(
                     expired += 1;
                     if entry.detached {
                         if let Some(task) = state.tasks.remove(entry.key) {
-                            task.mark_expired();
+                            task.mark_due();
                             tasks += 1;
                             batch.push(Fired::Task(task));
                         }
