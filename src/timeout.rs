@@ -434,7 +434,7 @@ impl Timeout {
                     }
                     res
                 };
-                #[cfg(test)]
+                #[cfg(all(test, feature = "tokio"))]
                 crate::hooks::after_reset_unlock();
                 match (state, fired_now) {
                     (State::Pending, Some(waker)) => wake_all(waker),
