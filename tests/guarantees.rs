@@ -67,6 +67,10 @@ trait Way: Sized {
     /// How late past its deadline a sleep may complete and still count as
     /// "it came": exact under paused time, generous on the real clock.
     const LATE: Duration;
+    /// A delay that surely has not passed by the next step of a cell: 2 ms
+    /// under paused time, a few hundred on the real clock, where a loaded
+    /// machine may stall a thread between two lines.
+    const SHORT: Duration;
     /// A fresh row: a runtime and a timer on it, or a thread-driven timer.
     fn start() -> Self;
     /// A timer of the row whose callbacks are spawned on a runtime
@@ -182,6 +186,7 @@ impl Way for CurrentThread {
     const NAME: &'static str = "current_thread";
     const KIND: Kind = Kind::Runtime;
     const LATE: Duration = Duration::from_millis(1);
+    const SHORT: Duration = Duration::from_millis(2);
     fn start() -> Self {
         CurrentThread::with(hashwheel::TaskExecutor::default())
     }
@@ -258,6 +263,7 @@ impl Way for MultiThread {
     const NAME: &'static str = "multi_thread";
     const KIND: Kind = Kind::Runtime;
     const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
     fn start() -> Self {
         MultiThread::with(hashwheel::TaskExecutor::default())
     }
@@ -315,6 +321,7 @@ impl Way for ThreadDriver {
     const NAME: &'static str = "thread_driver";
     const KIND: Kind = Kind::Thread;
     const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
     fn start() -> Self {
         ThreadDriver {
             #[cfg(feature = "tokio")]
@@ -370,6 +377,7 @@ impl Way for DelayWay {
     const NAME: &'static str = "delay";
     const KIND: Kind = Kind::Thread;
     const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
     fn start() -> Self {
         DelayWay
     }
@@ -447,9 +455,9 @@ fn exactly_once<W: Way>() {
     let way = W::start();
     way.block_on(async {
         let (counter, waker) = counting_waker();
-        let mut sleep = way.sleep(ms(2));
+        let mut sleep = way.sleep(W::SHORT);
         assert!(poll(&mut sleep, &waker).is_pending());
-        way.pass(ms(3)).await;
+        way.pass(W::SHORT + ms(1)).await;
         until(&way, || wakes(&counter) > 0).await;
         assert_eq!(wakes(&counter), 1, "{}: woken once", W::NAME);
         assert!(poll(&mut sleep, &waker).is_ready());
@@ -478,9 +486,9 @@ fn cancel_at_drop<W: Way>() {
     let way = W::start();
     way.block_on(async {
         let (counter, waker) = counting_waker();
-        let mut polled = way.sleep(ms(2));
+        let mut polled = way.sleep(W::SHORT);
         assert!(poll(&mut polled, &waker).is_pending());
-        let unpolled = way.sleep(ms(2));
+        let unpolled = way.sleep(W::SHORT);
         if has_timer::<W>() {
             assert_eq!(way.timer().pending(), 2, "{}", W::NAME);
         }
@@ -492,13 +500,13 @@ fn cancel_at_drop<W: Way>() {
         if has_timer::<W>() {
             assert_eq!(way.timer().pending(), 0, "{}: at once", W::NAME);
         }
-        way.pass(ms(10)).await;
+        way.pass(W::SHORT + ms(10)).await;
         assert_eq!(wakes(&counter), 0, "{}: woken after its drop", W::NAME);
         if has_timer::<W>() {
             let runs = Arc::new(AtomicUsize::new(0));
-            let task = way.timer().schedule(ms(2), counted(&runs));
+            let task = way.timer().schedule(W::SHORT, counted(&runs));
             assert!(task.cancel());
-            way.pass(ms(10)).await;
+            way.pass(W::SHORT + ms(10)).await;
             assert_eq!(runs.load(Ordering::SeqCst), 0, "{}", W::NAME);
             assert!(task.is_cancelled() && !task.is_expired());
             assert_eq!(way.timer().pending(), 0);
@@ -507,13 +515,16 @@ fn cancel_at_drop<W: Way>() {
 }
 
 /// Exact `pending()`: timeouts (polled or not) and tasks counted from
-/// their creation until they fire or are cancelled, step by step.
+/// their creation until they fire or are cancelled, step by step; then,
+/// brought due by resets, until they fire.
 fn exact_pending<W: Way>() {
     let way = W::start();
     let timer = way.timer();
     way.block_on(async {
         let (_, waker) = counting_waker();
-        let mut sleeps: Vec<_> = (0..10).map(|i| timer.sleep(ms(3 + i))).collect();
+        // Far enough that no stall fires one between two counts.
+        let far = Duration::from_secs(3600);
+        let mut sleeps: Vec<_> = (0..10).map(|i| timer.sleep(far + ms(i))).collect();
         assert_eq!(timer.pending(), 10);
         for sleep in &mut sleeps[..5] {
             assert!(poll(sleep, &waker).is_pending());
@@ -521,19 +532,32 @@ fn exact_pending<W: Way>() {
         assert_eq!(timer.pending(), 10, "polled or not");
         let runs = Arc::new(AtomicUsize::new(0));
         let tasks: Vec<_> = (0..4)
-            .map(|i| timer.schedule(ms(2 + i), counted(&runs)))
+            .map(|i| timer.schedule(far + ms(i), counted(&runs)))
             .collect();
         assert_eq!(timer.pending(), 14);
         sleeps.truncate(7); // three unpolled ones dropped
         assert_eq!(timer.pending(), 11);
         assert!(tasks[0].cancel());
         assert_eq!(timer.pending(), 10);
-        let far = timer.sleep(Duration::from_secs(3600));
+        let last = timer.sleep(far);
         assert_eq!(timer.pending(), 11);
+        // Brought due: polled and unpolled ones fire and leave the count.
+        for (i, sleep) in (0..).zip(&mut sleeps) {
+            sleep.reset(ms(1 + i));
+        }
+        assert_eq!(timer.pending(), 11, "a reset keeps the count");
         futures::future::join_all(sleeps).await;
-        until(&way, || timer.pending() <= 1).await;
-        assert_eq!(timer.pending(), 1, "{}: only the far one", W::NAME);
-        drop(far);
+        drop(tasks);
+        until(&way, || timer.pending() <= 4).await;
+        assert_eq!(
+            timer.pending(),
+            4,
+            "{}: three tasks and the last one",
+            W::NAME
+        );
+        drop(last);
+        assert_eq!(timer.pending(), 3);
+        timer.stop();
         assert_eq!(timer.pending(), 0);
         assert_eq!(timer.stats().pending, 0);
     });
@@ -723,19 +747,19 @@ fn panics_contained<W: Way>() {
     let way = W::start();
     way.block_on(async {
         let bad = Waker::from(Arc::new(Panics));
-        let mut panicky = way.sleep(ms(2));
+        let mut panicky = way.sleep(W::SHORT);
         assert!(poll(&mut panicky, &bad).is_pending());
         let runs = Arc::new(AtomicUsize::new(0));
         if has_timer::<W>() {
-            way.timer().schedule(ms(2), || {
+            way.timer().schedule(W::SHORT, || {
                 panic!("a callback panicked (expected by the test)")
             });
-            way.timer().schedule(ms(2), counted(&runs));
+            way.timer().schedule(W::SHORT, counted(&runs));
         }
         let (counter, waker) = counting_waker();
-        let mut good = way.sleep(ms(2));
+        let mut good = way.sleep(W::SHORT);
         assert!(poll(&mut good, &waker).is_pending());
-        way.pass(ms(3)).await;
+        way.pass(W::SHORT + ms(1)).await;
         until(&way, || wakes(&counter) > 0).await;
         assert_eq!(wakes(&counter), 1, "{}: the batch went on", W::NAME);
         let start = way.now();
