@@ -305,9 +305,10 @@ pub(crate) struct TaskRunner {
 }
 
 impl TaskRunner {
-    /// Runs or hands off the callback of `task`, which just expired; returns
-    /// whether it spawned a task for it. Never unwinds, whatever the
-    /// callback or the executor does.
+    /// Runs or hands off the callback of `task`, which just came due
+    /// (`DUE`), marking it expired as it runs or its executor takes it;
+    /// returns whether it spawned a task for it. Never unwinds, whatever
+    /// the callback or the executor does.
     #[inline]
     pub(crate) fn run(&self, task: Arc<TaskInner>) -> bool {
         let Some(callback) = task.take_task() else {
