@@ -47,6 +47,11 @@ pub(crate) enum StopReason {
     /// The driver panicked while turning the wheels (a bug in hashwheel):
     /// the timer stopped rather than let the panic reach the runtime.
     DriverPanicked,
+    /// A thread-driven timer spawns its callbacks on a runtime
+    /// ([`TaskExecutor::spawn`](crate::TaskExecutor::spawn)), and that
+    /// runtime shut down: no callback could run any more.
+    #[cfg(all(feature = "thread", feature = "tokio"))]
+    SpawnRuntimeGone,
 }
 
 impl StopReason {
@@ -61,6 +66,11 @@ impl StopReason {
             StopReason::DriverPanicked => {
                 ": its driver panicked (a bug in hashwheel, please report it); \
                  build a new Timer"
+            }
+            #[cfg(all(feature = "thread", feature = "tokio"))]
+            StopReason::SpawnRuntimeGone => {
+                ": the runtime its callbacks were spawned on (TaskExecutor::spawn) \
+                 has shut down; give the timer a runtime that outlives it"
             }
         }
     }

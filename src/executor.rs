@@ -8,7 +8,17 @@ use std::sync::Arc;
 #[cfg(feature = "tokio")]
 use tokio::runtime::{Handle, RuntimeFlavor};
 
+#[cfg(all(feature = "thread", feature = "tokio"))]
+use std::sync::Weak;
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
+use tokio::sync::Notify;
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
+use crate::error::StopReason;
 use crate::shard::{panic_message, TaskInner};
+#[cfg(all(feature = "thread", feature = "tokio"))]
+use crate::shard::{stop, Common, Shard, Shared};
 
 /// A scheduled callback, as an executor receives it.
 type Callback = Box<dyn FnOnce() + Send + 'static>;
@@ -103,9 +113,25 @@ impl TaskExecutor {
     /// with [`custom`](TaskExecutor::custom)). It costs a task spawn per
     /// callback: measured on a current-thread runtime, a callback's whole
     /// round trip (schedule, come due, run) took about 4,000 instructions
-    /// against 2,000 on the driver, and 1.1 to 1.35 times the CPU time. A
-    /// callback due while the runtime shuts down may be dropped without
-    /// running, as any task spawned then is.
+    /// against 2,000 on the driver, and 1.1 to 1.35 times the CPU time.
+    ///
+    /// A callback spawned and not yet run when its runtime shuts down is
+    /// dropped by the runtime, as any task: its
+    /// [`TaskHandle`](crate::TaskHandle) then reports
+    /// [`is_cancelled`](crate::TaskHandle::is_cancelled), never
+    /// [`is_expired`](crate::TaskHandle::is_expired). On a runtime-driven
+    /// timer the timer stops with that runtime and frees the closure. On a
+    /// thread-driven timer ([`Builder::driver_thread`](crate::Builder::driver_thread))
+    /// the runtime is only where callbacks run, and the timer may outlive
+    /// it: when it shuts down the timer stops, as
+    /// [`Timer::stop`](crate::Timer::stop) does, and says why
+    /// (`Error::is_stopped`, "the runtime its callbacks were spawned on
+    /// (TaskExecutor::spawn) has shut down"). Every task that never ran,
+    /// pending or dropped unrun by the runtime, comes back to its handles
+    /// cancelled with its closure, for
+    /// [`TaskHandle::run`](crate::TaskHandle::run) or
+    /// [`TaskHandle::take_task`](crate::TaskHandle::take_task); a due
+    /// callback either runs or comes back.
     ///
     /// # Examples
     ///
@@ -211,6 +237,10 @@ impl TaskExecutor {
         TaskRunner {
             executor: self,
             handle: Some(handle),
+            #[cfg(feature = "thread")]
+            hand_back: false,
+            #[cfg(feature = "thread")]
+            watch: None,
         }
     }
 
@@ -225,6 +255,10 @@ impl TaskExecutor {
             executor: self,
             #[cfg(feature = "tokio")]
             handle,
+            #[cfg(feature = "tokio")]
+            hand_back: true,
+            #[cfg(feature = "tokio")]
+            watch: None,
         }
     }
 
@@ -257,28 +291,62 @@ pub(crate) struct TaskRunner {
     /// [`TaskExecutor::spawn`]: its builder refuses it).
     #[cfg(feature = "tokio")]
     handle: Option<Handle>,
+    /// Whether a spawned callback that its runtime drops unrun keeps its
+    /// closure for its handles (a thread-driven timer: that runtime is not
+    /// the driver's, see [`TaskRunner::watch`]) rather than dropping it (a
+    /// runtime-driven timer, which stops with its runtime and frees what
+    /// its tasks own).
+    #[cfg(all(feature = "thread", feature = "tokio"))]
+    hand_back: bool,
+    /// The guard task on the spawn runtime of a thread-driven timer, ended
+    /// as this is dropped (see [`TaskRunner::watch`]).
+    #[cfg(all(feature = "thread", feature = "tokio"))]
+    watch: Option<Watch>,
 }
 
 impl TaskRunner {
-    /// Runs or hands off the callback of `task`, which just expired; returns
-    /// whether it spawned a task for it. Never unwinds, whatever the
-    /// callback or the executor does.
+    /// Runs or hands off the callback of `task`, which just came due
+    /// (`DUE`), marking it expired as it runs or its executor takes it;
+    /// returns whether it spawned a task for it. Never unwinds, whatever
+    /// the callback or the executor does.
     #[inline]
-    pub(crate) fn run(&self, task: &TaskInner) -> bool {
+    pub(crate) fn run(&self, task: Arc<TaskInner>) -> bool {
         let Some(callback) = task.take_task() else {
+            task.handed();
             return false;
         };
         match &self.executor.kind {
-            Kind::Driver => run_caught(callback),
+            Kind::Driver => {
+                task.handed();
+                run_caught(callback);
+            }
             #[cfg(feature = "tokio")]
             Kind::Spawn => {
                 if let Some(handle) = &self.handle {
-                    drop(handle.spawn(async move { run_caught(callback) }));
+                    let spawned = Spawned {
+                        task: task.clone(),
+                        callback: Some(callback),
+                        #[cfg(feature = "thread")]
+                        hand_back: self.hand_back,
+                    };
+                    drop(handle.spawn(async move {
+                        let mut spawned = spawned;
+                        if let Some(callback) = spawned.callback.take() {
+                            spawned.task.handed();
+                            run_caught(callback);
+                        }
+                    }));
+                    // Queued on a live runtime, or already run; unless the
+                    // runtime dropped it (it is shutting down), which
+                    // handed it back cancelled first.
+                    task.handed();
                     return true;
                 }
+                task.handed();
                 run_caught(callback);
             }
             Kind::Custom(executor) => {
+                task.handed();
                 let callback: Callback = Box::new(move || run_caught(callback));
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| executor(callback))) {
                     tracing::warn!(
@@ -311,6 +379,113 @@ impl TaskRunner {
         }
         #[cfg(not(feature = "tokio"))]
         let _ = spawned;
+    }
+}
+
+/// A due callback spawned on a runtime. A runtime that shuts down drops
+/// the tasks it has not run (and drops at once those spawned after): the
+/// callback then comes back to its handles, cancelled, rather than being
+/// lost with its task marked expired (issue 26).
+#[cfg(feature = "tokio")]
+struct Spawned {
+    task: Arc<TaskInner>,
+    /// Taken when the task runs.
+    callback: Option<Callback>,
+    /// See [`TaskRunner::hand_back`].
+    #[cfg(feature = "thread")]
+    hand_back: bool,
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let Some(callback) = self.callback.take() else {
+            return; // it ran
+        };
+        #[cfg(feature = "thread")]
+        let kept = self.hand_back.then_some(callback);
+        // A runtime-driven timer stops with its runtime and frees what its
+        // tasks own (see `shard::stop`).
+        #[cfg(not(feature = "thread"))]
+        let kept = {
+            drop(callback);
+            None
+        };
+        self.task.hand_back(kept);
+    }
+}
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
+impl TaskRunner {
+    /// On a thread-driven timer that spawns its callbacks on a runtime
+    /// ([`TaskExecutor::spawn`]): a guard task on that runtime, which stops
+    /// the timer ([`StopReason::SpawnRuntimeGone`]) when the runtime drops
+    /// it, shutting down, so that no callback is accepted that could never
+    /// run. The pending tasks come back to their handles with their
+    /// closures, as from [`Timer::stop`](crate::Timer::stop). The guard
+    /// ends with the driver's thread, which drops this runner once the
+    /// timer is stopped or gone. A runtime already shut down drops it at
+    /// once: the timer starts stopped.
+    pub(crate) fn watch(&mut self, shared: &Shared) {
+        let (Kind::Spawn, Some(handle)) = (&self.executor.kind, &self.handle) else {
+            return;
+        };
+        let (common, shards) = shared.driver_parts();
+        let guard = StopOnDrop(Arc::downgrade(&common), shards);
+        drop(common);
+        let ended = Arc::new(Notify::new());
+        self.watch = Some(Watch(ended.clone()));
+        drop(handle.spawn(async move {
+            ended.notified().await;
+            drop(guard);
+        }));
+    }
+}
+
+/// Ends the guard task of [`TaskRunner::watch`] as the runner is dropped
+/// (the driver's thread ended).
+#[cfg(all(feature = "thread", feature = "tokio"))]
+struct Watch(Arc<Notify>);
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// Stops the timer when dropped while it runs: the runtime a thread-driven
+/// timer spawns its callbacks on dropped the guard task (see
+/// [`TaskRunner::watch`]).
+#[cfg(all(feature = "thread", feature = "tokio"))]
+struct StopOnDrop(Weak<Common>, Box<[Weak<Shard>]>);
+
+#[cfg(all(feature = "thread", feature = "tokio"))]
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let Some(common) = self.0.upgrade() else {
+            return;
+        };
+        if common.is_stopped() {
+            return;
+        }
+        tracing::debug!(
+            "hashwheel: the runtime callbacks are spawned on shut down; stopping the timer"
+        );
+        // Dropped by a runtime shutting down: nothing may unwind into it.
+        let stopped = catch_unwind(AssertUnwindSafe(|| {
+            stop(
+                &common,
+                self.1.iter().filter_map(Weak::upgrade),
+                StopReason::SpawnRuntimeGone,
+            );
+        }));
+        if let Err(panic) = stopped {
+            tracing::error!(
+                panic = panic_message(&*panic),
+                "hashwheel: stopping the timer as its spawn runtime shut down panicked"
+            );
+        }
     }
 }
 

@@ -12,11 +12,16 @@ use std::sync::{Arc, Mutex};
 use crate::shard::{Common, Shared};
 
 type ScheduleHook = Box<dyn Fn(&Arc<Shared>)>;
+type Hook = Box<dyn Fn()>;
 
 thread_local! {
     /// Runs in `Timer::try_schedule` on this thread, after the task went into
     /// the wheel and the shard's lock was released, before it returns.
     static AFTER_SCHEDULE_INSERT: RefCell<Option<ScheduleHook>> = const { RefCell::new(None) };
+    /// Runs in `Timeout::reset` on this thread, after a registered timeout
+    /// was re-filed and the shard's lock released, before the reset's last
+    /// steps.
+    static AFTER_RESET_UNLOCK: RefCell<Option<Hook>> = const { RefCell::new(None) };
 }
 
 /// The timers (by the address of their `Common`) whose next driver turns
@@ -29,6 +34,19 @@ pub(crate) fn after_schedule_insert(shared: &Arc<Shared>) {
             hook(shared);
         }
     });
+}
+
+pub(crate) fn after_reset_unlock() {
+    AFTER_RESET_UNLOCK.with(|hook| {
+        if let Some(hook) = hook.borrow().as_ref() {
+            hook();
+        }
+    });
+}
+
+/// Sets (or with `None` clears) this thread's hook of `after_reset_unlock`.
+pub(crate) fn on_reset_unlock(hook: Option<Hook>) {
+    AFTER_RESET_UNLOCK.with(|h| *h.borrow_mut() = hook);
 }
 
 pub(crate) fn in_turn(common: &Common) {

@@ -3,6 +3,7 @@
 //! one unit-test file that is not pure arithmetic: these cannot be reached
 //! from `tests/`. `.ci/run` also runs them in a release build.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,4 +195,59 @@ fn a_panic_in_a_thread_drivers_turn_stops_the_timer_and_completes_every_timeout(
         std::thread::sleep(Duration::from_millis(1));
     }
     assert_eq!(fresh.stats().fired, 1);
+}
+
+/// Issue 26 (a look while there): a panic inside the alarm's reset or poll
+/// (tokio's `Sleep` panics when polled as its runtime shuts down) left this
+/// thread's `ARMING` flag set, so every later wake of a driver on this
+/// thread was taken for its own arming and turned nothing.
+#[test]
+fn a_panic_while_arming_the_alarm_leaves_this_thread_able_to_turn() {
+    use crate::alarm::runtime::{arming, rung_while_arming};
+    let caught = std::panic::catch_unwind(|| arming(|| panic!("injected while arming")));
+    assert!(caught.is_err());
+    assert!(!rung_while_arming(), "the thread is still taken for arming");
+    assert!(!arming(|| false), "a later arming sees no stale ring");
+}
+
+/// Issue 26 (a look while there): a fired timeout reset (re-filed in the
+/// wheel) took its count back only after the shard's lock was released, so
+/// that meanwhile `pending()` missed it, an insert under `max_pending` got
+/// its place, and a driver firing it again took the count below zero (a
+/// false "at capacity"). The hook runs in that window.
+#[test]
+fn a_fired_timeout_reset_is_counted_before_its_lock_is_released() {
+    use std::sync::Mutex;
+    use std::task::Context;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+        .block_on(async {
+            let timer = Timer::builder().max_pending(1).shards(1).build().unwrap();
+            let mut timeout = timer.sleep(Duration::from_millis(1));
+            let waker = futures::task::noop_waker();
+            let polled = std::pin::Pin::new(&mut timeout).poll(&mut Context::from_waker(&waker));
+            assert!(polled.is_pending());
+            // The driver fires it; it is not polled again.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            assert_eq!(timer.pending(), 0);
+            let seen = Arc::new(Mutex::new(None));
+            let (other, record) = (timer.clone(), seen.clone());
+            hooks::on_reset_unlock(Some(Box::new(move || {
+                let refused = other.try_sleep(Duration::from_millis(5)).is_err();
+                *record.lock().unwrap() = Some((other.pending(), refused));
+            })));
+            timeout.reset(Duration::from_millis(10));
+            hooks::on_reset_unlock(None);
+            assert_eq!(
+                *seen.lock().unwrap(),
+                Some((1, true)),
+                "(pending, at capacity)"
+            );
+            assert_eq!(timer.pending(), 1);
+            timeout.await;
+            assert_eq!(timer.pending(), 0);
+        });
 }

@@ -343,6 +343,8 @@ impl Common {
             RUNNING => None,
             STOPPED => Some(StopReason::Stopped),
             DRIVER_PANICKED => Some(StopReason::DriverPanicked),
+            #[cfg(all(feature = "thread", feature = "tokio"))]
+            SPAWN_RUNTIME_GONE => Some(StopReason::SpawnRuntimeGone),
             _ => Some(StopReason::RuntimeShutDown),
         }
     }
@@ -515,6 +517,8 @@ pub(crate) fn stop(
         StopReason::Stopped => STOPPED,
         StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
         StopReason::DriverPanicked => DRIVER_PANICKED,
+        #[cfg(all(feature = "thread", feature = "tokio"))]
+        StopReason::SpawnRuntimeGone => SPAWN_RUNTIME_GONE,
     };
     if common
         .stopped
@@ -589,6 +593,10 @@ const STOPPED: u8 = 1;
 const RUNTIME_SHUT_DOWN: u8 = 2;
 /// Stopped because the driver panicked (see `driver`).
 const DRIVER_PANICKED: u8 = 3;
+/// Stopped because the runtime a thread-driven timer spawns its callbacks
+/// on shut down (see `executor`).
+#[cfg(all(feature = "thread", feature = "tokio"))]
+const SPAWN_RUNTIME_GONE: u8 = 4;
 
 /// The state of a task. It leaves `PENDING` only under its shard's lock, so
 /// a task is run or cancelled, never both.
@@ -596,11 +604,20 @@ const DRIVER_PANICKED: u8 = 3;
 /// | state       | meaning                                      |
 /// |-------------|----------------------------------------------|
 /// | `PENDING`   | in the wheel, waiting for its deadline       |
-/// | `EXPIRED`   | its deadline passed: it ran or is running    |
-/// | `CANCELLED` | cancelled by its handle or the timer stopping |
+/// | `DUE`       | its deadline passed and it left the wheel: the driver hands it to its executor |
+/// | `EXPIRED`   | it runs or ran, or waits in its executor to run |
+/// | `CANCELLED` | cancelled by its handle or the timer stopping, or dropped unrun by the runtime it was spawned on |
+///
+/// The moves outside the lock are made by the one holder of the callback:
+/// `DUE` to `EXPIRED` once it runs or is handed on
+/// ([`TaskInner::handed`]), and `DUE` or `EXPIRED` to `CANCELLED` when the
+/// runtime it was spawned on drops it unrun ([`TaskInner::hand_back`]).
+/// So `EXPIRED` never stands for a callback that a dead runtime dropped,
+/// nor for one on its way to a runtime that is going.
 pub(crate) const PENDING: u8 = 0;
 pub(crate) const EXPIRED: u8 = 1;
 pub(crate) const CANCELLED: u8 = 2;
+pub(crate) const DUE: u8 = 3;
 
 type Callback = Box<dyn FnOnce() + Send + 'static>;
 
@@ -633,13 +650,38 @@ impl TaskInner {
         }
     }
 
-    /// Called under the shard's lock.
-    pub(crate) fn mark_expired(&self) {
-        self.state.store(EXPIRED, Ordering::Release);
+    /// Called under the shard's lock, as the task leaves the wheel due.
+    pub(crate) fn mark_due(&self) {
+        self.state.store(DUE, Ordering::Release);
+    }
+
+    /// The callback runs, or was handed to its executor: `DUE` becomes
+    /// `EXPIRED`, unless it came back cancelled meanwhile.
+    pub(crate) fn handed(&self) {
+        let _ = self
+            .state
+            .compare_exchange(DUE, EXPIRED, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// Called under the shard's lock.
     pub(crate) fn mark_cancelled(&self) {
+        self.state.store(CANCELLED, Ordering::Release);
+    }
+
+    /// The task came due and was handed to a runtime that dropped it unrun
+    /// (it shut down): it goes back to its handles, cancelled, with
+    /// `callback` if given, as from [`stop`]. Called without the lock, by
+    /// the one holder of the callback: the task has left the wheel (`DUE`
+    /// or `EXPIRED`), and nothing else moves it from there.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn hand_back(&self, callback: Option<Callback>) {
+        if let Some(callback) = callback {
+            *self
+                .task
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(callback);
+        }
+        // After the closure: whoever sees `CANCELLED` finds it.
         self.state.store(CANCELLED, Ordering::Release);
     }
 

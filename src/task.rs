@@ -90,7 +90,10 @@ impl TaskHandle {
     /// already, through this handle or a clone: a closure comes back once.
     /// When the runtime that ran the driver shuts down, the timer stops
     /// without handing tasks back and drops their closures, so this is
-    /// `None` then too. The closure lives until it is taken or every handle
+    /// `None` then too. A thread-driven timer whose callbacks are spawned on
+    /// a runtime ([`TaskExecutor::spawn`](crate::TaskExecutor::spawn)) that
+    /// shuts down hands back, here, every task that never ran: those
+    /// pending, and those its runtime dropped unrun. The closure lives until it is taken or every handle
     /// to the task is dropped. The timer's
     /// [`TaskExecutor`](crate::TaskExecutor) plays no part: the closure
     /// runs wherever its taker runs it.
@@ -169,7 +172,12 @@ impl TaskHandle {
     /// Whether the deadline passed and the task came due: it ran, is
     /// running, or was handed to the timer's
     /// [`TaskExecutor`](crate::TaskExecutor) and waits there to run (a
-    /// spawned task runs when the runtime gets to it).
+    /// spawned task runs when the runtime gets to it). A spawned task that
+    /// its runtime drops unrun, shutting down, turns
+    /// [cancelled](TaskHandle::is_cancelled) instead: this never claims a
+    /// callback that did not run. Between its deadline and its hand-off
+    /// (a moment, on the driver) a task is neither expired nor cancelled,
+    /// and [`cancel`](TaskHandle::cancel) returns `false`.
     ///
     /// # Examples
     ///
@@ -190,7 +198,10 @@ impl TaskHandle {
     }
 
     /// Whether the task was cancelled, by [`cancel`](TaskHandle::cancel) or
-    /// by the timer stopping.
+    /// by the timer stopping, or came due and was dropped unrun by the
+    /// runtime it was spawned on
+    /// ([`TaskExecutor::spawn`](crate::TaskExecutor::spawn)) as that
+    /// runtime shut down.
     ///
     /// # Examples
     ///

@@ -70,6 +70,12 @@ pub(crate) fn start(
     sleeper: Arc<Sleeper>,
     runner: TaskRunner,
 ) -> std::io::Result<()> {
+    #[cfg(feature = "tokio")]
+    let runner = {
+        let mut runner = runner;
+        runner.watch(shared);
+        runner
+    };
     let (common, shards) = shared.driver_parts();
     let weak = Arc::downgrade(&common);
     drop(common);

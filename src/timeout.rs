@@ -420,17 +420,25 @@ impl Timeout {
                         shard.deadlines.set(self.key(), self.gen(), tick, linked);
                         on_reset(!linked);
                     }
-                    if let (State::Pending, Some(_)) = res {
-                        guard.counts.fired += 1;
-                        shard.release_locked(&mut guard, 1);
+                    match res {
+                        (State::Pending, Some(_)) => {
+                            guard.counts.fired += 1;
+                            shard.release_locked(&mut guard, 1);
+                        }
+                        // Pending again: counted before the lock lets the
+                        // driver fire it again, or `pending()` and a
+                        // concurrent insert under `max_pending` see it
+                        // uncounted (or a count gone below zero).
+                        (State::Fired, None) => shard.reacquire(),
+                        _ => {}
                     }
                     res
                 };
+                #[cfg(all(test, feature = "tokio"))]
+                crate::hooks::after_reset_unlock();
                 match (state, fired_now) {
                     (State::Pending, Some(waker)) => wake_all(waker),
-                    (State::Pending, None) => shard.common.note_deadline(tick),
-                    (State::Fired, None) => {
-                        shard.reacquire();
+                    (State::Pending, None) | (State::Fired, None) => {
                         shard.common.note_deadline(tick);
                     }
                     (State::Fired, Some(_)) | (State::Cancelled, _) => {}

@@ -1453,7 +1453,13 @@ impl Builder {
                 "the runtime has no time driver: build it with enable_time() or enable_all()",
             ));
         }
-        let shared = plan.shared(Alarm::Runtime(RuntimeAlarm::new()));
+        // The clock starts by the runtime's time (paused or not), also when
+        // built outside the runtime with `Builder::handle`: read outside it,
+        // tokio's clock is std's, which a paused runtime's is not.
+        let shared = {
+            let _entered = handle.enter();
+            plan.shared(Alarm::Runtime(RuntimeAlarm::new()))
+        };
         driver::start(&handle, &shared, executor);
         Ok(Timer { shared })
     }

@@ -158,7 +158,7 @@ pub(crate) fn turn(
                     expired += 1;
                     if entry.detached {
                         if let Some(task) = state.tasks.remove(entry.key) {
-                            task.mark_expired();
+                            task.mark_due();
                             tasks += 1;
                             batch.push(Fired::Task(task));
                         }
@@ -194,7 +194,7 @@ pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner) -> usize {
     for fired in batch.drain(..) {
         match fired {
             Fired::Waker(waker) => wake(waker),
-            Fired::Task(task) => spawned += usize::from(runner.run(&task)),
+            Fired::Task(task) => spawned += usize::from(runner.run(task)),
             Fired::Beat(beat) => {
                 if let Some(waker) = beat.waker.take() {
                     wake(waker);

@@ -400,3 +400,38 @@ fn a_blocking_callback_does_not_stall_the_next_on_spawn_blocking() {
         first_finished.recv().unwrap();
     });
 }
+
+/// Issue 26, found 2, on a runtime-driven timer: a callback spawned as its
+/// runtime shuts down, which the runtime drops unrun, is cancelled, not
+/// expired (its closure is freed with the runtime's other tasks).
+#[test]
+fn a_spawned_callback_its_runtime_drops_unrun_is_cancelled_not_expired() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let (ran, callback) = counter();
+    let (handle, freed) = rt.block_on(async {
+        let timer = Timer::builder()
+            .task_executor(TaskExecutor::spawn())
+            .build()
+            .unwrap();
+        let owned = Arc::new(());
+        let freed = Arc::downgrade(&owned);
+        let handle = timer.schedule(5 * MS, move || {
+            let _owned = owned;
+            callback();
+        });
+        // Due in the same turn as the callback: `block_on` returns before
+        // the runtime gets to the spawned task.
+        timer.sleep(5 * MS).await;
+        (handle, freed)
+    });
+    assert!(handle.is_expired(), "spawned, not run yet: {handle:?}");
+    drop(rt);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert!(!handle.is_expired(), "claims a callback that never ran");
+    assert!(handle.is_cancelled());
+    assert!(freed.upgrade().is_none(), "the closure is freed");
+}

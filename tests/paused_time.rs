@@ -274,3 +274,98 @@ async fn a_coarse_tick_batches_on_its_grid() {
     assert_eq!(start.elapsed(), ms(10));
     assert_eq!(timer.stats().driver_wakeups, 1);
 }
+
+/// Idles on a oneshot sent from an OS thread after 30 ms of real time, and
+/// returns how far the paused clock moved meanwhile.
+async fn paused_clock_moved_while_idle() -> Duration {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(ms(30));
+        tx.send(()).unwrap();
+    });
+    let before = Instant::now();
+    rx.await.unwrap();
+    sender.join().unwrap();
+    Instant::now() - before
+}
+
+/// Issue 26, found 1: once nothing is pending, the timer leaves no runtime
+/// timer registered for tokio's auto-advance to jump to. Two sleeps (the
+/// second polled once before the first completes), both completed; then
+/// the runtime idles on a channel: the paused clock stays where
+/// `tokio::time` leaves it (it used to jump 1 ms, to the alarm's spare).
+#[tokio::test(start_paused = true)]
+async fn the_paused_clock_stays_put_once_nothing_is_pending() {
+    // The reference: tokio::time's sleeps.
+    {
+        let first = time::sleep(ms(10));
+        let mut second = task::spawn(time::sleep(ms(20)));
+        assert_pending!(second.poll());
+        first.await;
+        second.await;
+    }
+    let tokio_moved = paused_clock_moved_while_idle().await;
+    assert_eq!(tokio_moved, Duration::ZERO, "tokio::time's reference");
+    let timer = Timer::new();
+    let start = Instant::now();
+    let first = timer.sleep(ms(10));
+    let mut second = task::spawn(timer.sleep(ms(20)));
+    assert_pending!(second.poll());
+    first.await;
+    second.await;
+    assert_eq!(start.elapsed(), ms(20));
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(paused_clock_moved_while_idle().await, tokio_moved);
+}
+
+/// The same through `hashwheel::time`, switched by its `use` line.
+#[tokio::test(start_paused = true)]
+async fn the_paused_clock_stays_put_through_hashwheel_time() {
+    let start = Instant::now();
+    let first = hashwheel::time::sleep(ms(10));
+    let mut second = task::spawn(hashwheel::time::sleep(ms(20)));
+    assert_pending!(second.poll());
+    first.await;
+    second.await;
+    assert_eq!(start.elapsed(), ms(20));
+    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}
+
+/// A timer built outside its runtime (`Builder::handle`) starts its clock
+/// by the runtime's paused time, not std's: its sleeps complete with
+/// tokio's (found by the guarantees matrix: it completed 1 ms late, its
+/// start read from std's clock, a little after the paused one).
+#[test]
+fn a_timer_built_outside_its_paused_runtime_keeps_tokios_time() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    std::thread::sleep(us(300));
+    let timer = Timer::builder()
+        .handle(rt.handle().clone())
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let start = Instant::now();
+        timer.sleep(ms(10)).await;
+        assert_eq!(start.elapsed(), ms(10));
+    });
+}
+
+/// Where paused time still differs from `tokio::time` (docs/MIGRATING.md):
+/// a timeout dropped before its deadline leaves the driver's alarm armed
+/// at that deadline (disarming it would cost every cancel a look at the
+/// whole timer), so an idle paused runtime auto-advances to it once, and
+/// from then on stays put.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_timeout_leaves_the_alarm_for_one_auto_advance() {
+    let timer = Timer::new();
+    let mut dropped = task::spawn(timer.sleep(ms(10)));
+    assert_pending!(dropped.poll());
+    drop(dropped);
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(paused_clock_moved_while_idle().await, ms(10));
+    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}

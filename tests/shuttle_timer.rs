@@ -950,9 +950,14 @@ impl Timeout {
                         return;
                     }
                     let res = guard.wheel.reset(key, tick);
-                    if let (State::Pending, Some(_)) = res {
-                        guard.fired += 1;
-                        guard.released = guard.released.wrapping_add(1);
+                    match res {
+                        (State::Pending, Some(_)) => {
+                            guard.fired += 1;
+                            guard.released = guard.released.wrapping_add(1);
+                        }
+                        // Counted under the lock (issue 26).
+                        (State::Fired, None) => common.reacquire(self.shard),
+                        _ => {}
                     }
                     res
                 };
@@ -964,11 +969,7 @@ impl Timeout {
                         cover(3);
                         waker.into_iter().for_each(wake);
                     }
-                    (State::Pending, None) => common.note_deadline(tick),
-                    (State::Fired, None) => {
-                        common.reacquire(self.shard);
-                        common.note_deadline(tick);
-                    }
+                    (State::Pending, None) | (State::Fired, None) => common.note_deadline(tick),
                     (State::Fired, Some(_)) | (State::Cancelled, _) => {}
                 }
             }

@@ -395,3 +395,105 @@ fn spawned_callbacks_on_a_thread_driven_timer_need_a_runtime() {
     let name = rx.recv_timeout(SOON).unwrap();
     assert_eq!(name.as_deref(), Some("spawned-here"), "ran on the runtime");
 }
+
+/// Issue 26, found 2: a thread-driven timer spawning its callbacks on a
+/// runtime (`TaskExecutor::spawn`, `Builder::handle`) outlived by the
+/// timer. A callback already spawned when the runtime is dropped, which the
+/// runtime drops unrun, comes back cancelled with its closure; one still
+/// pending comes back too, as from `stop()`; the timer stops for good,
+/// saying why. Nothing claims `is_expired()` without having run.
+#[cfg(feature = "tokio")]
+#[test]
+fn callbacks_whose_spawn_runtime_is_gone_come_back_cancelled() {
+    // Nothing drives this runtime: what is spawned on it waits in its queue.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let timer = Timer::builder()
+        .driver_thread()
+        .handle(rt.handle().clone())
+        .task_executor(TaskExecutor::spawn())
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = |ran: &Arc<AtomicUsize>| {
+        let ran = ran.clone();
+        move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let later = timer.schedule(Duration::from_secs(60), counter(&ran));
+    let due = timer.schedule(ms(1), counter(&ran));
+    let start = Instant::now();
+    while !due.is_expired() {
+        assert!(start.elapsed() < SOON, "the callback never came due");
+        thread::sleep(ms(1));
+    }
+    drop(rt);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert!(
+        !due.is_expired(),
+        "is_expired() claims a callback that never ran"
+    );
+    assert!(due.is_cancelled());
+    assert!(later.is_cancelled());
+    assert!(timer.is_stopped());
+    assert_eq!(timer.pending(), 0);
+    // What never ran comes back, to run elsewhere.
+    assert!(due.run());
+    assert!(later.run());
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+    // Later callbacks are refused, saying why.
+    let err = timer.try_schedule(ms(1), counter(&ran)).unwrap_err();
+    assert!(err.is_stopped());
+    assert!(
+        err.to_string().contains("TaskExecutor::spawn"),
+        "the error says why: {err}"
+    );
+}
+
+/// Issue 26, found 2, as reported: the runtime is dropped first, then a
+/// callback is scheduled. It used to be accepted, come due, and be dropped
+/// by the dead runtime unrun, its handle `is_expired()`.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_callback_scheduled_after_the_spawn_runtime_is_gone_is_refused() {
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .build()
+                .unwrap()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+        };
+        let timer = Timer::builder()
+            .driver_thread()
+            .handle(rt.handle().clone())
+            .task_executor(TaskExecutor::spawn())
+            .build()
+            .unwrap();
+        let timeout = timer.sleep(Duration::from_secs(60));
+        drop(rt);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let flag = ran.clone();
+        let scheduled = timer.try_schedule(ms(1), move || {
+            flag.fetch_add(1, Ordering::SeqCst);
+        });
+        if let Ok(handle) = &scheduled {
+            thread::sleep(ms(50));
+            assert!(
+                ran.load(Ordering::SeqCst) == 1 || handle.is_cancelled(),
+                "a due callback neither ran nor came back (multi: {multi})"
+            );
+        }
+        let err = scheduled.unwrap_err();
+        assert!(err.is_stopped(), "{err}");
+        // A timeout pending at the drop completes, cancelled.
+        let mut timeout = timeout;
+        block_on(&mut timeout);
+        assert!(timeout.is_cancelled());
+    }
+}

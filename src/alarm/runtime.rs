@@ -40,6 +40,9 @@ struct Armed {
     /// it wakes nothing. It only keeps the runtime's next wake-up at or
     /// before the driver's next re-arm (see [`RuntimeAlarm::arm`]).
     spare: Pin<Box<Sleep>>,
+    /// Whether the spare is registered with the runtime's timer (reset
+    /// since it was last replaced).
+    spare_set: bool,
     /// Turns the wheels (see `driver`).
     waker: Waker,
     /// The runtime the alarm rings on.
@@ -65,11 +68,24 @@ thread_local! {
 /// Runs `arm` (a reset and poll of the alarm, under its lock); returns
 /// whether the alarm is due, by `arm`'s result or because the runtime woke
 /// it from inside (a deadline already past).
-fn arming(arm: impl FnOnce() -> bool) -> bool {
+pub(crate) fn arming(arm: impl FnOnce() -> bool) -> bool {
+    /// Clears both flags however `arm` ends: a panic in it (tokio's `Sleep`
+    /// panics when polled as its runtime shuts down) must not leave this
+    /// thread taking every later wake of a driver for its own arming.
+    struct Arming;
+    impl Drop for Arming {
+        fn drop(&mut self) {
+            ARMING.with(|a| a.set(false));
+            RUNG.with(|r| r.set(false));
+        }
+    }
     ARMING.with(|a| a.set(true));
+    let arming = Arming;
     let ready = arm();
     ARMING.with(|a| a.set(false));
-    RUNG.with(|r| r.replace(false)) || ready
+    let rung = RUNG.with(|r| r.replace(false));
+    std::mem::forget(arming);
+    rung || ready
 }
 
 /// Called by the driver's waker: if this thread is arming the alarm (and
@@ -115,6 +131,7 @@ impl RuntimeAlarm {
         *lock(&self.armed) = Some(Armed {
             sleep,
             spare,
+            spare_set: false,
             waker,
             handle: handle.clone(),
             armed: u64::MAX,
@@ -149,8 +166,10 @@ impl RuntimeAlarm {
     /// its driver (an eventfd write, on every turn without the spare). When
     /// a turn runs a whole millisecond late the spare has rung with the
     /// alarm and that turn still unparks (twice: the alarm, then the
-    /// spare). Once nothing is pending the spare rings once more, waking
-    /// nothing.
+    /// spare). A re-arm with nothing pending replaces the spare with a
+    /// fresh one, never registered, so that no runtime timer of ours is
+    /// left: an idle runtime wakes for nothing, and a paused one does not
+    /// auto-advance its clock to the spare (tokio leaves it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
         let (set, wake) = {
             let mut guard = lock(&self.armed);
@@ -165,6 +184,19 @@ impl RuntimeAlarm {
                 // "Never" (or nothing pending) rings at no instant: an
                 // alarm at a far but fixed instant would ring, past it,
                 // on every turn.
+                if force && alarm.spare_set {
+                    // Nothing pending after a turn: no runtime timer of
+                    // ours may stay registered, or a paused runtime that
+                    // idles would auto-advance its clock to it (issue 26,
+                    // found 1). A later reset only moves a registration
+                    // (an atomic store; the runtime still wakes at the old
+                    // instant): a fresh spare, never registered, replaces
+                    // it, which removes the old one from the runtime's
+                    // timer. Once per stretch of work, not per turn.
+                    let _entered = alarm.handle.enter();
+                    alarm.spare.set(tokio::time::sleep_until(never(clock)));
+                    alarm.spare_set = false;
+                }
                 return false;
             }
             let instant = alarm_instant(clock, tick);
@@ -207,6 +239,7 @@ impl RuntimeAlarm {
                     .spare
                     .as_mut()
                     .reset(tokio::time::Instant::from_std(instant + SPARE_AFTER));
+                alarm.spare_set = true;
             }
             if ready {
                 alarm.armed = u64::MAX;
@@ -249,6 +282,12 @@ impl RuntimeAlarm {
         drop(alarm);
         self.ended.notify_one();
     }
+}
+
+/// An instant the runtime's timer never reaches: the deadline of a `Sleep`
+/// that is made but not registered.
+fn never(clock: &Clock) -> tokio::time::Instant {
+    tokio::time::Instant::from_std(far_future(clock.now()))
 }
 
 /// The instant the alarm rings for work due at `tick`: that very instant

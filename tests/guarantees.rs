@@ -1,0 +1,876 @@
+//! Every promise of docs/GUARANTEES.md on every way in, through every
+//! lifecycle event that can meet it: a matrix, one `#[test]` per cell,
+//! named `<row>::<column>` (`cargo test --test guarantees delay::`).
+//!
+//! Rows, the ways in ([`Way`]): `current_thread` (a runtime-driven `Timer`
+//! on a current-thread runtime, on tokio's paused clock), `multi_thread`
+//! (on a 2-worker runtime, on the real clock: tokio pauses only
+//! current-thread runtimes), `thread_driver` (`Builder::driver_thread`, on
+//! std's clock; it sleeps on a timerfd on Linux, and on the `Condvar` of
+//! other platforms when built with `--cfg hashwheel_condvar`, which CI runs
+//! this file under too), and `delay` (`hashwheel::Delay`, the process-wide
+//! thread-driven timer). A new driver is one more line in the table at the
+//! end, with the [`Way`] that builds it.
+//!
+//! Columns, the promises and the events: [`never_early`],
+//! [`exactly_once`], [`cancel_at_drop`], [`exact_pending`], [`stop`]
+//! (completes everything, hands back the tasks), [`runtime_shutdown`],
+//! [`spawn_runtime_gone`], [`last_handle_dropped`], [`panics_contained`],
+//! [`paused_clock`]. Every cell runs under a watchdog ([`cell`]): a cell
+//! that hangs fails rather than stalling the run ("nothing hangs"). Fork is
+//! the column of `tests/fork.rs`, which forks a child per case (it needs a
+//! process of its own); its rows are added there.
+//!
+//! A cell left out of the table does not apply to its row: `delay` has no
+//! `pending()`, `stop()`, callbacks or handle to drop (its timer is the
+//! process's), and `multi_thread` no paused clock. The real-clock rows
+//! sleep a few milliseconds at most per step and assert "never early" and
+//! "it came" (generously bounded), never tight timings.
+
+#![cfg(any(feature = "tokio", feature = "thread"))]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+#[cfg(any(feature = "tokio", feature = "thread"))]
+use hashwheel::Timer;
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+/// What the driver of a row is, for the cells whose promise differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Driven by the runtime it was built on.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    Runtime,
+    /// Driven by a thread of its own.
+    Thread,
+}
+
+/// A way in: how a row builds its timer, runs a future, reads its clock
+/// and lets time pass.
+trait Way: Sized {
+    const NAME: &'static str;
+    const KIND: Kind;
+    /// How late past its deadline a sleep may complete and still count as
+    /// "it came": exact under paused time, generous on the real clock.
+    const LATE: Duration;
+    /// A delay that surely has not passed by the next step of a cell: 2 ms
+    /// under paused time, a few hundred on the real clock, where a loaded
+    /// machine may stall a thread between two lines.
+    const SHORT: Duration;
+    /// A fresh row: a runtime and a timer on it, or a thread-driven timer.
+    fn start() -> Self;
+    /// A timer of the row whose callbacks are spawned on a runtime
+    /// (`TaskExecutor::spawn`), and that runtime, unless the row's own.
+    #[cfg(feature = "tokio")]
+    fn start_spawning() -> Self;
+    fn block_on<F: Future>(&self, f: F) -> F::Output;
+    /// The row's timer (not for `delay`, which has none to hand).
+    fn timer(&self) -> Timer;
+    /// A sleep of `d`, as the row's users write it.
+    fn sleep(&self, d: Duration) -> BoxFuture {
+        Box::pin(self.timer().sleep(d))
+    }
+    /// The time by the row's clock.
+    fn now(&self) -> Instant;
+    /// Lets `d` pass on the row's clock, without holding up its driver.
+    fn pass(&self, d: Duration) -> BoxFuture;
+    /// Drops the runtime the row's timer was built on (and spawns on).
+    fn drop_runtime(&mut self);
+    /// Drops the row's own handle to its timer.
+    fn forget_timer(&mut self);
+    /// Waits (bounded) until the driver of a timer whose every handle went
+    /// has ended, where the row can see it; fails if it did not.
+    fn driver_ended(&self) {}
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct Counter(AtomicUsize);
+
+impl Wake for Counter {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<Counter>, Waker) {
+    let counter = Arc::new(Counter::default());
+    (counter.clone(), Waker::from(counter))
+}
+
+fn wakes(counter: &Counter) -> usize {
+    counter.0.load(Ordering::SeqCst)
+}
+
+fn poll<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(fut).poll(&mut Context::from_waker(waker))
+}
+
+/// A callback counting its runs.
+fn counted(runs: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
+    let runs = runs.clone();
+    move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs `body` under a watchdog: a cell that hangs fails.
+fn cell(name: &str, body: impl FnOnce() + Send + 'static) {
+    const WATCHDOG: Duration = Duration::from_secs(120);
+    let (tx, rx) = mpsc::channel();
+    let runner = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            body();
+            let _ = tx.send(());
+        })
+        .unwrap();
+    match rx.recv_timeout(WATCHDOG) {
+        Ok(()) => runner.join().unwrap(),
+        // The body panicked: fail with its message.
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(panic) = runner.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{name}: hung for {WATCHDOG:?}"),
+    }
+}
+
+// ---- the rows ----
+
+/// A runtime-driven timer on a current-thread runtime with paused time.
+#[cfg(feature = "tokio")]
+struct CurrentThread {
+    rt: Option<tokio::runtime::Runtime>,
+    timer: Option<Timer>,
+}
+
+#[cfg(feature = "tokio")]
+impl CurrentThread {
+    fn with(executor: hashwheel::TaskExecutor) -> CurrentThread {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let timer = Timer::builder()
+            .handle(rt.handle().clone())
+            .task_executor(executor)
+            .shards(2)
+            .build()
+            .unwrap();
+        CurrentThread {
+            rt: Some(rt),
+            timer: Some(timer),
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Way for CurrentThread {
+    const NAME: &'static str = "current_thread";
+    const KIND: Kind = Kind::Runtime;
+    const LATE: Duration = Duration::from_millis(1);
+    const SHORT: Duration = Duration::from_millis(2);
+    fn start() -> Self {
+        CurrentThread::with(hashwheel::TaskExecutor::default())
+    }
+    fn start_spawning() -> Self {
+        CurrentThread::with(hashwheel::TaskExecutor::spawn())
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.rt.as_ref().unwrap().block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        self.timer.clone().expect("the row's timer was dropped")
+    }
+    fn now(&self) -> Instant {
+        let _entered = self.rt.as_ref().map(|rt| rt.enter());
+        tokio::time::Instant::now().into_std()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        Box::pin(tokio::time::sleep(d))
+    }
+    fn drop_runtime(&mut self) {
+        drop(self.rt.take());
+    }
+    fn forget_timer(&mut self) {
+        self.timer = None;
+    }
+    fn driver_ended(&self) {
+        // The driver's guard task ends with the timer's last handle.
+        let rt = self.rt.as_ref().unwrap();
+        rt.block_on(async {
+            let start = Instant::now();
+            while rt.metrics().num_alive_tasks() > 0 && start.elapsed() < Self::LATE {
+                tokio::task::yield_now().await;
+            }
+        });
+        assert_eq!(
+            rt.metrics().num_alive_tasks(),
+            0,
+            "{}: driver ended",
+            Self::NAME
+        );
+    }
+}
+
+/// A runtime-driven timer on a 2-worker runtime, on the real clock.
+#[cfg(feature = "tokio")]
+struct MultiThread {
+    rt: Option<tokio::runtime::Runtime>,
+    timer: Option<Timer>,
+}
+
+#[cfg(feature = "tokio")]
+impl MultiThread {
+    fn with(executor: hashwheel::TaskExecutor) -> MultiThread {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let timer = Timer::builder()
+            .handle(rt.handle().clone())
+            .task_executor(executor)
+            .shards(2)
+            .build()
+            .unwrap();
+        MultiThread {
+            rt: Some(rt),
+            timer: Some(timer),
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Way for MultiThread {
+    const NAME: &'static str = "multi_thread";
+    const KIND: Kind = Kind::Runtime;
+    const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
+    fn start() -> Self {
+        MultiThread::with(hashwheel::TaskExecutor::default())
+    }
+    fn start_spawning() -> Self {
+        MultiThread::with(hashwheel::TaskExecutor::spawn())
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.rt.as_ref().unwrap().block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        self.timer.clone().expect("the row's timer was dropped")
+    }
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        Box::pin(tokio::time::sleep(d))
+    }
+    fn drop_runtime(&mut self) {
+        drop(self.rt.take());
+    }
+    fn forget_timer(&mut self) {
+        self.timer = None;
+    }
+    fn driver_ended(&self) {
+        // The driver's guard task ends with the timer's last handle.
+        let rt = self.rt.as_ref().unwrap();
+        rt.block_on(async {
+            let start = Instant::now();
+            while rt.metrics().num_alive_tasks() > 0 && start.elapsed() < Self::LATE {
+                tokio::task::yield_now().await;
+            }
+        });
+        assert_eq!(
+            rt.metrics().num_alive_tasks(),
+            0,
+            "{}: driver ended",
+            Self::NAME
+        );
+    }
+}
+
+/// A thread-driven timer (timerfd, or the Condvar under
+/// `--cfg hashwheel_condvar`), run on `futures`' `block_on`.
+#[cfg(feature = "thread")]
+struct ThreadDriver {
+    /// The runtime its callbacks are spawned on, for `start_spawning`.
+    #[cfg(feature = "tokio")]
+    rt: Option<tokio::runtime::Runtime>,
+    timer: Option<Timer>,
+}
+
+#[cfg(feature = "thread")]
+impl Way for ThreadDriver {
+    const NAME: &'static str = "thread_driver";
+    const KIND: Kind = Kind::Thread;
+    const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
+    fn start() -> Self {
+        ThreadDriver {
+            #[cfg(feature = "tokio")]
+            rt: None,
+            timer: Some(Timer::builder().driver_thread().shards(2).build().unwrap()),
+        }
+    }
+    #[cfg(feature = "tokio")]
+    fn start_spawning() -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let timer = Timer::builder()
+            .driver_thread()
+            .handle(rt.handle().clone())
+            .task_executor(hashwheel::TaskExecutor::spawn())
+            .shards(2)
+            .build()
+            .unwrap();
+        ThreadDriver {
+            rt: Some(rt),
+            timer: Some(timer),
+        }
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        self.timer.clone().expect("the row's timer was dropped")
+    }
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        Box::pin(async move { std::thread::sleep(d) })
+    }
+    fn drop_runtime(&mut self) {
+        #[cfg(feature = "tokio")]
+        drop(self.rt.take());
+    }
+    fn forget_timer(&mut self) {
+        self.timer = None;
+    }
+}
+
+/// futures-timer's `Delay`, on the process-wide thread-driven timer.
+#[cfg(feature = "thread")]
+struct DelayWay;
+
+#[cfg(feature = "thread")]
+impl Way for DelayWay {
+    const NAME: &'static str = "delay";
+    const KIND: Kind = Kind::Thread;
+    const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
+    fn start() -> Self {
+        DelayWay
+    }
+    #[cfg(feature = "tokio")]
+    fn start_spawning() -> Self {
+        unreachable!("delay has no callbacks")
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        unreachable!("delay has no Timer to hand: its cells never ask")
+    }
+    fn sleep(&self, d: Duration) -> BoxFuture {
+        Box::pin(hashwheel::Delay::new(d))
+    }
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        Box::pin(async move { std::thread::sleep(d) })
+    }
+    fn drop_runtime(&mut self) {}
+    fn forget_timer(&mut self) {}
+}
+
+/// Lets time pass on the row's clock until `done` (bounded by
+/// [`Way::LATE`] of real time: a loaded machine may stall a thread).
+async fn until<W: Way>(way: &W, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < W::LATE {
+        way.pass(ms(1)).await;
+    }
+}
+
+/// Whether the row has a `Timer` (every row but `delay`).
+fn has_timer<W: Way>() -> bool {
+    W::NAME != "delay"
+}
+
+// ---- the columns ----
+
+/// Never early: sleeps from zero to a few milliseconds, one after another
+/// and twenty at once, each complete no earlier than its delay after it was
+/// made, and (generously) come.
+fn never_early<W: Way>() {
+    let way = W::start();
+    let way = &way;
+    way.block_on(async {
+        let delays = [0, 1, 500, 1_000, 1_500, 2_000, 3_333, 5_000];
+        for d in delays.map(us) {
+            let start = way.now();
+            way.sleep(d).await;
+            let took = way.now() - start;
+            assert!(took >= d, "{}: {d:?} completed after {took:?}", W::NAME);
+            assert!(took <= d + W::LATE, "{}: {d:?} took {took:?}", W::NAME);
+        }
+        let all = (0..20u64).map(|i| {
+            let d = us(i * 397 % 6_000);
+            let start = way.now();
+            let sleep = way.sleep(d);
+            async move {
+                sleep.await;
+                let took = way.now() - start;
+                assert!(took >= d, "{}: {d:?} completed after {took:?}", W::NAME);
+            }
+        });
+        futures::future::join_all(all).await;
+    });
+}
+
+/// Exactly once: a polled sleep's waker is woken once, and not again after
+/// it completed; on a timer, a task runs once, then reports expired.
+fn exactly_once<W: Way>() {
+    let way = W::start();
+    way.block_on(async {
+        let (counter, waker) = counting_waker();
+        let mut sleep = way.sleep(W::SHORT);
+        assert!(poll(&mut sleep, &waker).is_pending());
+        way.pass(W::SHORT + ms(1)).await;
+        until(&way, || wakes(&counter) > 0).await;
+        assert_eq!(wakes(&counter), 1, "{}: woken once", W::NAME);
+        assert!(poll(&mut sleep, &waker).is_ready());
+        way.pass(ms(5)).await;
+        assert_eq!(wakes(&counter), 1, "{}: and only once", W::NAME);
+        if has_timer::<W>() {
+            let timer = way.timer();
+            let runs = Arc::new(AtomicUsize::new(0));
+            let tasks: Vec<_> = (0..8)
+                .map(|i| timer.schedule(us(i * 300), counted(&runs)))
+                .collect();
+            way.pass(ms(3)).await;
+            // A spawned task runs when the runtime gets to it.
+            until(&way, || runs.load(Ordering::SeqCst) >= tasks.len()).await;
+            way.pass(ms(5)).await;
+            assert_eq!(runs.load(Ordering::SeqCst), tasks.len(), "{}", W::NAME);
+            assert!(tasks.iter().all(|t| t.is_expired() && !t.is_cancelled()));
+        }
+    });
+}
+
+/// Cancel at drop: a dropped sleep, polled or not, is gone from
+/// `pending()` at once and its waker is never woken; a cancelled task never
+/// runs.
+fn cancel_at_drop<W: Way>() {
+    let way = W::start();
+    way.block_on(async {
+        let (counter, waker) = counting_waker();
+        let mut polled = way.sleep(W::SHORT);
+        assert!(poll(&mut polled, &waker).is_pending());
+        let unpolled = way.sleep(W::SHORT);
+        if has_timer::<W>() {
+            assert_eq!(way.timer().pending(), 2, "{}", W::NAME);
+        }
+        drop(polled);
+        if has_timer::<W>() {
+            assert_eq!(way.timer().pending(), 1, "{}: at once", W::NAME);
+        }
+        drop(unpolled);
+        if has_timer::<W>() {
+            assert_eq!(way.timer().pending(), 0, "{}: at once", W::NAME);
+        }
+        way.pass(W::SHORT + ms(10)).await;
+        assert_eq!(wakes(&counter), 0, "{}: woken after its drop", W::NAME);
+        if has_timer::<W>() {
+            let runs = Arc::new(AtomicUsize::new(0));
+            let task = way.timer().schedule(W::SHORT, counted(&runs));
+            assert!(task.cancel());
+            way.pass(W::SHORT + ms(10)).await;
+            assert_eq!(runs.load(Ordering::SeqCst), 0, "{}", W::NAME);
+            assert!(task.is_cancelled() && !task.is_expired());
+            assert_eq!(way.timer().pending(), 0);
+        }
+    });
+}
+
+/// Exact `pending()`: timeouts (polled or not) and tasks counted from
+/// their creation until they fire or are cancelled, step by step; then,
+/// brought due by resets, until they fire.
+fn exact_pending<W: Way>() {
+    let way = W::start();
+    let timer = way.timer();
+    way.block_on(async {
+        let (_, waker) = counting_waker();
+        // Far enough that no stall fires one between two counts.
+        let far = Duration::from_secs(3600);
+        let mut sleeps: Vec<_> = (0..10).map(|i| timer.sleep(far + ms(i))).collect();
+        assert_eq!(timer.pending(), 10);
+        for sleep in &mut sleeps[..5] {
+            assert!(poll(sleep, &waker).is_pending());
+        }
+        assert_eq!(timer.pending(), 10, "polled or not");
+        let runs = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..4)
+            .map(|i| timer.schedule(far + ms(i), counted(&runs)))
+            .collect();
+        assert_eq!(timer.pending(), 14);
+        sleeps.truncate(7); // three unpolled ones dropped
+        assert_eq!(timer.pending(), 11);
+        assert!(tasks[0].cancel());
+        assert_eq!(timer.pending(), 10);
+        let last = timer.sleep(far);
+        assert_eq!(timer.pending(), 11);
+        // Brought due: polled and unpolled ones fire and leave the count.
+        for (i, sleep) in (0..).zip(&mut sleeps) {
+            sleep.reset(ms(1 + i));
+        }
+        assert_eq!(timer.pending(), 11, "a reset keeps the count");
+        futures::future::join_all(sleeps).await;
+        drop(tasks);
+        until(&way, || timer.pending() <= 4).await;
+        assert_eq!(
+            timer.pending(),
+            4,
+            "{}: three tasks and the last one",
+            W::NAME
+        );
+        drop(last);
+        assert_eq!(timer.pending(), 3);
+        timer.stop();
+        assert_eq!(timer.pending(), 0);
+        assert_eq!(timer.stats().pending, 0);
+    });
+}
+
+/// `stop()`: every pending timeout completes cancelled (woken if polled),
+/// the tasks that never ran come back with their closures, `pending()` is
+/// 0 and new timeouts are refused; one that fired before stays fired.
+fn stop<W: Way>() {
+    let way = W::start();
+    let timer = way.timer();
+    way.block_on(async {
+        let mut fired = timer.sleep(ms(1));
+        (&mut fired).await;
+        let (counter, waker) = counting_waker();
+        let mut polled = timer.sleep(Duration::from_secs(60));
+        assert!(poll(&mut polled, &waker).is_pending());
+        let mut unpolled = timer.sleep(Duration::from_secs(60));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let task = timer.schedule(Duration::from_secs(60), counted(&runs));
+        let never_ran = timer.stop();
+        assert_eq!(wakes(&counter), 1, "{}: woken by stop", W::NAME);
+        assert!(poll(&mut polled, &waker).is_ready());
+        assert!(poll(&mut unpolled, &waker).is_ready());
+        assert!(polled.is_cancelled() && unpolled.is_cancelled());
+        assert!(fired.is_expired() && !fired.is_cancelled());
+        assert_eq!(never_ran.len(), 1);
+        assert!(task.is_cancelled() && !task.is_expired());
+        assert!(never_ran[0].run(), "{}: handed back", W::NAME);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(timer.pending(), 0);
+        assert!(timer.try_sleep(ms(1)).unwrap_err().is_stopped());
+        assert!(timer.try_schedule(ms(1), || {}).unwrap_err().is_stopped());
+        assert!(timer.stop().is_empty(), "only the first stop counts");
+    });
+}
+
+/// Runtime shutdown. A runtime-driven timer stops with its runtime: its
+/// timeouts complete cancelled (on any executor, none needed), the closures
+/// of its tasks are freed, and its errors say why. A thread-driven timer
+/// (and `Delay`) built inside a runtime does not depend on it: it goes on.
+fn runtime_shutdown<W: Way>() {
+    let mut way = W::start();
+    #[cfg(feature = "thread")]
+    if !has_timer::<W>() {
+        // `Delay`: made inside a runtime, awaited after it is gone.
+        let rt = tokio_runtime();
+        let entered = rt.enter();
+        let delay = hashwheel::Delay::new(ms(3));
+        drop(entered);
+        drop(rt);
+        let start = Instant::now();
+        way.block_on(delay);
+        assert!(start.elapsed() <= ms(3) + W::LATE);
+        return;
+    }
+    let rt = tokio_runtime();
+    let timer = match W::KIND {
+        Kind::Runtime => way.timer(),
+        // Built inside a runtime, with the default executor.
+        #[cfg(feature = "thread")]
+        Kind::Thread => {
+            rt.block_on(async { Timer::builder().driver_thread().shards(2).build().unwrap() })
+        }
+        #[cfg(not(feature = "thread"))]
+        Kind::Thread => unreachable!("no thread driver in this build"),
+    };
+    let (counter, waker) = counting_waker();
+    let mut polled = timer.sleep(Duration::from_secs(60));
+    way.block_on(async { assert!(poll(&mut polled, &waker).is_pending()) });
+    let unpolled = timer.sleep(Duration::from_secs(60));
+    let owned = Arc::new(());
+    let freed = Arc::downgrade(&owned);
+    let task = timer.schedule(Duration::from_secs(60), move || drop(owned));
+    way.drop_runtime();
+    drop(rt);
+    match W::KIND {
+        Kind::Runtime => {
+            assert_eq!(wakes(&counter), 1, "{}: woken", W::NAME);
+            futures::executor::block_on(async {
+                polled.await;
+                unpolled.await;
+            });
+            assert!(task.is_cancelled() && !task.is_expired());
+            assert!(freed.upgrade().is_none(), "{}: closure freed", W::NAME);
+            let err = timer.try_sleep(ms(1)).unwrap_err();
+            assert!(err.is_stopped());
+            assert!(err.to_string().contains("runtime"), "{err}");
+        }
+        Kind::Thread => {
+            // Nothing here was the runtime's: it goes on.
+            assert!(!timer.is_stopped());
+            futures::executor::block_on(timer.sleep(ms(2)));
+            assert_eq!(timer.pending(), 3);
+            assert!(freed.upgrade().is_some());
+            drop((polled, unpolled));
+            assert!(task.cancel());
+        }
+    }
+}
+
+/// A plain current-thread runtime (no paused clock).
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The runtime callbacks are spawned on (`TaskExecutor::spawn`) goes away:
+/// every due callback either runs or comes back cancelled, and
+/// `is_expired()` never claims one that did not run. A runtime-driven
+/// timer's spawn runtime is its own (it stops with it, freeing what never
+/// ran); a thread-driven timer outlives it, stops saying why, and hands
+/// back what never ran with its closure (issue 26, found 2).
+#[cfg(feature = "tokio")]
+fn spawn_runtime_gone<W: Way>() {
+    let mut way = W::start_spawning();
+    let timer = way.timer();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let due: Vec<_> = way.block_on(async {
+        // The last comes due with the end of the wait: the runtime may
+        // still hold it, spawned and unrun, when it is dropped.
+        let due = (0..6)
+            .map(|i| timer.schedule(us(i * 600), counted(&runs)))
+            .collect();
+        way.pass(ms(3)).await;
+        due
+    });
+    let pending = timer.schedule(Duration::from_secs(60), counted(&runs));
+    way.drop_runtime();
+    // A thread driver may be handing a callback on as the runtime goes: it
+    // is neither expired nor cancelled until then.
+    let start = Instant::now();
+    while !due.iter().all(|t| t.is_expired() || t.is_cancelled()) && start.elapsed() < W::LATE {
+        std::thread::sleep(ms(1));
+    }
+    let ran = runs.load(Ordering::SeqCst);
+    let expired = due.iter().filter(|t| t.is_expired()).count();
+    assert_eq!(expired, ran, "{}: expired but never ran", W::NAME);
+    assert!(due.iter().all(|t| t.is_expired() || t.is_cancelled()));
+    assert!(pending.is_cancelled(), "{}", W::NAME);
+    assert!(timer.is_stopped(), "{}", W::NAME);
+    let err = timer.try_schedule(ms(1), || {}).unwrap_err();
+    assert!(err.is_stopped());
+    assert!(err.to_string().contains("runtime"), "{err}");
+    if W::KIND == Kind::Thread {
+        // Handed back: what never ran runs here.
+        let handed = due.iter().chain([&pending]).filter(|t| t.run()).count();
+        assert_eq!(handed, due.len() + 1 - ran, "{}", W::NAME);
+        assert_eq!(runs.load(Ordering::SeqCst), due.len() + 1);
+    }
+}
+
+/// The last `Timer` handle dropped: what is pending still fires (a timeout
+/// and a task keep the timer alive), and then the driver ends (on a
+/// runtime, its guard task; a thread driver's thread is counted in
+/// `tests/thread_exit.rs`).
+fn last_handle_dropped<W: Way>() {
+    let way = W::start();
+    let timer = way.timer();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let timeout = timer.sleep(ms(3));
+    let task = timer.schedule(ms(4), counted(&runs));
+    drop(timer);
+    let mut way = way;
+    way.forget_timer();
+    way.block_on(async {
+        timeout.await;
+        until(&way, || runs.load(Ordering::SeqCst) > 0).await;
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "{}: the task ran", W::NAME);
+    assert!(task.is_expired());
+    drop(task);
+    way.driver_ended();
+}
+
+/// Panics contained: a panicking callback and a panicking waker, due with
+/// other timeouts, are caught; the others fire, and the timer goes on.
+fn panics_contained<W: Way>() {
+    struct Panics;
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker panicked (expected by the test)");
+        }
+    }
+    let way = W::start();
+    way.block_on(async {
+        let bad = Waker::from(Arc::new(Panics));
+        let mut panicky = way.sleep(W::SHORT);
+        assert!(poll(&mut panicky, &bad).is_pending());
+        let runs = Arc::new(AtomicUsize::new(0));
+        if has_timer::<W>() {
+            way.timer().schedule(W::SHORT, || {
+                panic!("a callback panicked (expected by the test)")
+            });
+            way.timer().schedule(W::SHORT, counted(&runs));
+        }
+        let (counter, waker) = counting_waker();
+        let mut good = way.sleep(W::SHORT);
+        assert!(poll(&mut good, &waker).is_pending());
+        way.pass(W::SHORT + ms(1)).await;
+        until(&way, || wakes(&counter) > 0).await;
+        assert_eq!(wakes(&counter), 1, "{}: the batch went on", W::NAME);
+        let start = way.now();
+        way.sleep(ms(2)).await;
+        assert!(way.now() - start >= ms(2), "{}: goes on", W::NAME);
+        if has_timer::<W>() {
+            until(&way, || runs.load(Ordering::SeqCst) > 0).await;
+            assert_eq!(runs.load(Ordering::SeqCst), 1);
+            assert!(!way.timer().is_stopped());
+        }
+    });
+}
+
+/// Paused time, where the clock is tokio's (`current_thread`): a sleep
+/// completes with a `tokio::time::Sleep` of the same deadline, and once
+/// nothing is pending, an idle runtime's clock stays where `tokio::time`
+/// leaves it (issue 26, found 1: it jumped 1 ms). On a thread-driven row
+/// the clock is std's: paused time neither moves its sleeps (they take real
+/// time) nor is moved by them.
+fn paused_clock<W: Way>() {
+    /// Idles on a channel fed by an OS thread; returns how far the paused
+    /// clock moved meanwhile.
+    async fn idle_moves_clock() -> Duration {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(ms(20));
+            let _ = tx.send(());
+        });
+        let before = tokio::time::Instant::now();
+        rx.await.unwrap();
+        sender.join().unwrap();
+        before.elapsed()
+    }
+    let way = W::start();
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    match W::KIND {
+        Kind::Runtime => way.block_on(async {
+            let timer = way.timer();
+            let start = tokio::time::Instant::now();
+            let first = timer.sleep(ms(10));
+            let mut second = Box::pin(timer.sleep_until(start + ms(20)));
+            let mut theirs = Box::pin(tokio::time::sleep_until(start + ms(20)));
+            let (_, waker) = counting_waker();
+            assert!(poll(&mut second, &waker).is_pending());
+            first.await;
+            assert_eq!(start.elapsed(), ms(10), "{}", W::NAME);
+            theirs.as_mut().await;
+            assert!(poll(&mut second, &waker).is_ready(), "with tokio's");
+            assert_eq!(timer.pending(), 0);
+            assert_eq!(idle_moves_clock().await, Duration::ZERO, "{}", W::NAME);
+        }),
+        Kind::Thread => paused.block_on(async {
+            let before = tokio::time::Instant::now();
+            let start = Instant::now();
+            way.sleep(ms(3)).await;
+            assert!(start.elapsed() >= ms(3), "{}: real time", W::NAME);
+            assert_eq!(before.elapsed(), Duration::ZERO, "{}", W::NAME);
+            assert_eq!(idle_moves_clock().await, Duration::ZERO, "{}", W::NAME);
+        }),
+    }
+}
+
+// ---- the table ----
+
+/// `matrix! { row: Way [columns] ... }`: a module per row, a `#[test]` per
+/// cell, each under the watchdog.
+macro_rules! matrix {
+    ($($(#[$cfg:meta])* $row:ident: $way:ty [$($(#[$ccfg:meta])* $column:ident),* $(,)?])*) => {$(
+        $(#[$cfg])*
+        mod $row {
+            $(
+                $(#[$ccfg])*
+                #[test]
+                fn $column() {
+                    super::cell(
+                        concat!(stringify!($row), "::", stringify!($column)),
+                        super::$column::<$way>,
+                    );
+                }
+            )*
+        }
+    )*};
+}
+
+matrix! {
+    #[cfg(feature = "tokio")]
+    current_thread: super::CurrentThread [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
+        panics_contained, paused_clock,
+    ]
+    #[cfg(feature = "tokio")]
+    multi_thread: super::MultiThread [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
+        panics_contained,
+    ]
+    #[cfg(feature = "thread")]
+    thread_driver: super::ThreadDriver [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown,
+        #[cfg(feature = "tokio")] spawn_runtime_gone,
+        last_handle_dropped, panics_contained, paused_clock,
+    ]
+    #[cfg(feature = "thread")]
+    delay: super::DelayWay [
+        never_early, exactly_once, cancel_at_drop, runtime_shutdown,
+        panics_contained, paused_clock,
+    ]
+}
