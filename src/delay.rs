@@ -4,7 +4,8 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -14,46 +15,81 @@ use crate::timer::Timer;
 /// See [`Delay::TICK`].
 const DELAY_TICK: Duration = Duration::from_micros(50);
 
-/// The process's default thread-driven timer, and the process it was
-/// started in.
-static DEFAULT: OnceLock<(u32, Timer)> = OnceLock::new();
+/// One process's default timer: the process that claimed the slot, and
+/// the timer it started there.
+struct Slot {
+    /// The claimer's process id; 0 while free.
+    pid: AtomicU32,
+    timer: OnceLock<Timer>,
+}
 
-/// The default timer of a child process forked after [`DEFAULT`] started:
-/// its driver thread did not survive the `fork`.
-static FORKED: Mutex<Option<(u32, &'static Timer)>> = Mutex::new(None);
+/// Processes down one line of forks that can each start a default timer:
+/// the first process, its child, grandchild, ... (see [`timer_of`]).
+const SLOTS: usize = 64;
 
-/// The process-wide timer behind [`Delay`], started on first use, and again
-/// on first use in a forked child.
+/// The default timers, one per process of a line of forks. A child
+/// inherits its parent's slots (their timers have no driver thread in the
+/// child) and claims one of its own.
+static DEFAULTS: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// A free [`Slot`], to fill [`DEFAULTS`] with (each element is a fresh copy).
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE: Slot = Slot {
+    pid: AtomicU32::new(0),
+    timer: OnceLock::new(),
+};
+
+/// The slot of the timer [`Delay::new`] used last: this process's, once it
+/// has one (a child inherits its parent's index, and corrects it at its
+/// first poll of a `Delay`, see [`Delay::poll`]).
+static CURRENT: AtomicUsize = AtomicUsize::new(SLOTS);
+
+/// The default timer as [`Delay::new`] finds it: two atomic loads, no
+/// system call. In a forked child it may be the parent's until the child's
+/// first poll of a `Delay` (which moves the delay to the child's own timer).
 ///
 /// # Panics
 ///
-/// If its thread (or, on Linux, its timerfd) cannot be created.
+/// As [`timer_of`].
 #[track_caller]
 fn default_timer() -> &'static Timer {
-    default_timer_of(std::process::id())
+    let current = CURRENT.load(Ordering::Acquire);
+    match DEFAULTS.get(current).and_then(|slot| slot.timer.get()) {
+        Some(timer) => timer,
+        None => timer_of(std::process::id()),
+    }
 }
 
-/// [`default_timer`] in the process `pid` (a parameter, so that a test can
-/// play a forked child without forking).
+/// The default timer of process `pid`, started on first use (a
+/// parameter, so that a test can play a forked child without forking).
+///
+/// Never waits on another process's slot: a child forked while a thread of
+/// its parent was starting the parent's timer would wait for ever (that
+/// thread is not in the child). It waits only for a thread of its own
+/// process that is starting this process's timer.
+///
+/// # Panics
+///
+/// If the timer's thread (or, on Linux, its timerfd) cannot be created, or
+/// in a process more than 63 forks down a line of processes that each
+/// started a default timer.
 #[track_caller]
-fn default_timer_of(pid: u32) -> &'static Timer {
-    let (started_in, timer) = DEFAULT.get_or_init(|| (pid, build()));
-    if *started_in == pid {
-        return timer;
-    }
-    // A child after `fork()`: the timer above belongs to the parent (its
-    // thread is not here, and its timerfd is shared with the parent's: it
-    // must not be armed from here). One new timer per process, leaked: a
-    // process-wide timer lives as long as the process anyway.
-    let mut forked = FORKED.lock().unwrap_or_else(|p| p.into_inner());
-    match *forked {
-        Some((child, timer)) if child == pid => timer,
-        _ => {
-            let timer: &'static Timer = Box::leak(Box::new(build()));
-            *forked = Some((pid, timer));
-            timer
+fn timer_of(pid: u32) -> &'static Timer {
+    for (index, slot) in DEFAULTS.iter().enumerate() {
+        let owner = match slot
+            .pid
+            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => pid,
+            Err(owner) => owner,
+        };
+        if owner == pid {
+            let timer = slot.timer.get_or_init(build);
+            CURRENT.store(index, Ordering::Release);
+            return timer;
         }
     }
+    panic!("hashwheel: no room for the default timer of Delay in a process {SLOTS} forks down")
 }
 
 #[track_caller]
@@ -174,13 +210,36 @@ impl Delay {
     pub fn reset(&mut self, dur: Duration) {
         self.timeout.reset(dur);
     }
+
+    /// Moves the delay, created in another process (a forked child's
+    /// parent, or the parent's timer found by [`Delay::new`] in a child
+    /// before its first poll), to the default timer of process `pid`,
+    /// keeping its deadline. The entry it leaves (in the child's copy of
+    /// the parent's timer) is removed, or left where it is if a thread of
+    /// the parent held its shard's lock at the fork.
+    #[track_caller]
+    fn move_to(&mut self, pid: u32) {
+        let deadline = self.timeout.deadline();
+        let moved = timer_of(pid).sleep_until(deadline);
+        drop(std::mem::replace(&mut self.timeout, moved));
+    }
 }
 
 impl Future for Delay {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.get_mut().timeout).poll(cx)
+        let this = self.get_mut();
+        // The fork check: a poll may leave the delay waiting on its timer's
+        // thread, which a forked child does not have (a completed delay
+        // waits on nothing).
+        if !this.timeout.is_complete() {
+            let pid = std::process::id();
+            if this.timeout.timer_pid() != pid {
+                this.move_to(pid);
+            }
+        }
+        Pin::new(&mut this.timeout).poll(cx)
     }
 }
 
@@ -197,21 +256,22 @@ impl fmt::Debug for Delay {
 mod tests {
     use super::*;
 
-    /// The fork check, without forking (that needs `unsafe`): a process id
-    /// other than the one that started the default timer gets a timer of
-    /// its own, once per process; the starter keeps its own.
+    /// The default timer of each process, without forking (that needs
+    /// `unsafe`): a process id other than the one that started the default
+    /// timer gets a timer of its own, once per process; the starter keeps
+    /// its own (`tests/fork.rs` forks).
     #[test]
     fn a_forked_child_gets_a_default_timer_of_its_own() {
-        let parent = default_timer() as *const Timer;
         let me = std::process::id();
-        assert_eq!(default_timer_of(me) as *const Timer, parent);
-        let child = me.wrapping_add(1);
-        let in_child = default_timer_of(child);
-        assert_ne!(in_child as *const Timer, parent, "a new timer in the child");
-        assert!(std::ptr::eq(default_timer_of(child), in_child), "once");
-        let grandchild = me.wrapping_add(2);
-        assert!(!std::ptr::eq(default_timer_of(grandchild), in_child));
+        let parent = timer_of(me) as *const Timer;
         assert_eq!(default_timer() as *const Timer, parent);
+        let child = me.wrapping_add(1);
+        let in_child = timer_of(child);
+        assert_ne!(in_child as *const Timer, parent, "a new timer in the child");
+        assert!(std::ptr::eq(timer_of(child), in_child), "once");
+        let grandchild = me.wrapping_add(2);
+        assert!(!std::ptr::eq(timer_of(grandchild), in_child));
+        assert_eq!(timer_of(me) as *const Timer, parent);
         // The child's timer works.
         let start = std::time::Instant::now();
         let mut sleep = in_child.sleep(Duration::from_millis(2));

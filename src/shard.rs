@@ -15,7 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 #[cfg(feature = "tokio")]
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 #[cfg(feature = "tokio")]
 use std::task::Context;
 use std::task::Waker;
@@ -57,6 +57,9 @@ pub(crate) struct Shared {
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
     start: Instant,
+    /// The process that built the timer. A child forked from it inherits
+    /// the timer's memory but none of its threads: see [`lock_unless_forked`].
+    pub(crate) pid: u32,
     /// Whether the clock is tokio's (`tokio::time::Instant::now`, which
     /// paused time moves) rather than std's: a timer driven by a runtime
     /// reads the runtime's clock, a thread-driven one the real clock.
@@ -179,6 +182,29 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Locks `mutex`, ignoring poisoning, unless this is a child forked from
+/// process `pid` and the lock is held: `None` then.
+///
+/// After `fork` only the forking thread lives on in the child, so a lock
+/// another thread held at the fork (the driver's thread in a turn, say) is
+/// held for ever there, and waiting for it would hang the child. The lock
+/// is tried first: free, it is taken as `lock` would (the same atomic
+/// swap, no system call); held, the process id (a system call) tells a
+/// parent's ordinary wait from a child's endless one. The parent's hot
+/// path pays nothing.
+pub(crate) fn lock_unless_forked<T>(mutex: &Mutex<T>, pid: u32) -> Option<MutexGuard<'_, T>> {
+    match mutex.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) if std::process::id() != pid => None,
+        Err(TryLockError::WouldBlock) => Some(
+            mutex
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        ),
+    }
+}
+
 /// One wheel and its lock. Threads pick a shard each, so they rarely share
 /// a lock or a cache line; a timeout stays on the shard it was created on.
 #[repr(align(128))]
@@ -259,6 +285,7 @@ impl Shared {
         let start = Instant::now();
         let common = Arc::new(Common {
             start,
+            pid: std::process::id(),
             #[cfg(feature = "tokio")]
             tokio_clock,
             #[cfg(feature = "thread")]
@@ -413,6 +440,14 @@ impl Shared {
     }
 
     pub(crate) fn stop(&self) -> Vec<Arc<TaskInner>> {
+        if std::process::id() != self.common.pid {
+            // A forked child's copy of its parent's timer: it only marks
+            // it stopped. Its entries belong to the parent's tasks (whose
+            // wakers are not to be called here), a thread of the parent
+            // may have held a lock for ever, and its alarm is the parent's.
+            self.common.mark_stopped(STOPPED);
+            return Vec::new();
+        }
         stop(
             &self.common,
             self.shards.iter().cloned(),
@@ -503,6 +538,14 @@ impl Common {
 
     pub(crate) fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Marks the timer stopped for `reason` (one of the stopped states);
+    /// returns whether it was running. Only the first stop counts.
+    fn mark_stopped(&self, reason: u8) -> bool {
+        self.stopped
+            .compare_exchange(RUNNING, reason, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// Why the timer stopped, if it did.
@@ -659,7 +702,12 @@ impl Common {
             return;
         }
         let released = {
-            let mut keep = self.lock_keep_alive();
+            // A forked child whose parent held the lock at the fork (its
+            // driver finishing tasks) leaves the count alone: nothing may
+            // wait here for ever.
+            let Some(mut keep) = lock_unless_forked(&self.keep_alive, self.pid) else {
+                return;
+            };
             // Each task takes the count before it enters the wheel and gives
             // it back once, under its shard's lock, when it leaves it (run,
             // cancelled or drained by `stop`), so this cannot go below zero.
@@ -696,6 +744,14 @@ impl Shard {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`lock`](Self::lock) for the paths a forked child may take through
+    /// a handle it inherited (a `Timeout`'s drop, poll or reset): `None` in
+    /// a child whose parent held the lock at the fork (see
+    /// [`lock_unless_forked`]).
+    pub(crate) fn lock_unless_forked(&self) -> Option<MutexGuard<'_, ShardState>> {
+        lock_unless_forked(&self.state, self.common.pid)
     }
 
     /// Counts a new pending timeout or task.
@@ -791,11 +847,7 @@ pub(crate) fn stop(
         StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
         StopReason::DriverPanicked => DRIVER_PANICKED,
     };
-    if common
-        .stopped
-        .compare_exchange(RUNNING, stopped, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    if !common.mark_stopped(stopped) {
         return Vec::new();
     }
     let mut tasks = Vec::new();
