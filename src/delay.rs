@@ -52,6 +52,7 @@ static CURRENT: AtomicUsize = AtomicUsize::new(SLOTS);
 ///
 /// As [`timer_of`].
 #[track_caller]
+#[inline]
 fn default_timer() -> &'static Timer {
     let current = CURRENT.load(Ordering::Acquire);
     match DEFAULTS.get(current).and_then(|slot| slot.timer.get()) {
@@ -184,6 +185,7 @@ impl Delay {
     /// # });
     /// ```
     #[track_caller]
+    #[inline]
     pub fn new(dur: Duration) -> Delay {
         Delay {
             timeout: default_timer().sleep(dur),
@@ -228,6 +230,7 @@ impl Delay {
 impl Future for Delay {
     type Output = ();
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         // The fork check: a poll may leave the delay waiting on its timer's
