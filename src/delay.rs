@@ -1,13 +1,14 @@
 //! [`Delay`]: futures-timer's `Delay` on a process-wide thread-driven
 //! [`Timer`], for code that runs on any executor.
 
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::timeout::Timeout;
 use crate::timer::Timer;
@@ -93,8 +94,73 @@ fn timer_of(pid: u32) -> &'static Timer {
     panic!("hashwheel: no room for the default timer of Delay in a process {SLOTS} forks down")
 }
 
+/// How soon after a thread's last poll of a pending `Delay` its next one
+/// trusts the process id it read then: no `fork` fits in between. After a
+/// fork only the forking thread lives on in the child, and that thread
+/// spent the whole `fork` in the kernel (which copies the process's page
+/// tables, among much else): tens of microseconds at the very least, 93 µs
+/// at the least measured on the CI machine (`tests/fork.rs` checks a
+/// tenfold margin there). Polls of one thread closer together than this
+/// are the busy case the check would cost most in (W10).
+const SAME_PROCESS_WITHIN: Duration = Duration::from_micros(1);
+
+/// Whether the clock moves by much less than [`SAME_PROCESS_WITHIN`]
+/// between readings (a coarse clock could read the same before and after
+/// a fork); probed as a default timer starts. Until then, and with a coarse
+/// clock, every poll of a pending `Delay` reads the process id.
+static FINE_CLOCK: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// When this thread last polled a pending `Delay`, and the process it
+    /// ran in then.
+    static LAST_POLL: Cell<Option<(Instant, u32)>> = const { Cell::new(None) };
+}
+
+/// The id of this process (the fork check of a pending `Delay`'s poll):
+/// without a system call when this thread polled one less than
+/// [`SAME_PROCESS_WITHIN`] ago, a `getpid` otherwise. Each poll renews the
+/// window: a fork between two polls of this thread leaves at least the
+/// fork's length between them.
+#[inline]
+fn process_id() -> u32 {
+    let now = Instant::now();
+    let last = LAST_POLL.try_with(Cell::get).ok().flatten();
+    let pid = match last {
+        Some((at, pid))
+            if FINE_CLOCK.load(Ordering::Relaxed)
+                && now
+                    .checked_duration_since(at)
+                    .is_some_and(|since| since < SAME_PROCESS_WITHIN) =>
+        {
+            pid
+        }
+        // Not in the window, or a clock that went back (a child in a
+        // time namespace of its own): ask.
+        _ => std::process::id(),
+    };
+    let _ = LAST_POLL.try_with(|last| last.set(Some((now, pid))));
+    pid
+}
+
+/// Whether two readings of the clock in a row differ by less than a
+/// quarter of [`SAME_PROCESS_WITHIN`] (the clock's step, or a preemption:
+/// either way `false` is the safe answer).
+fn clock_is_fine() -> bool {
+    let start = Instant::now();
+    for _ in 0..100_000 {
+        let now = Instant::now();
+        if now != start {
+            return now - start < SAME_PROCESS_WITHIN / 4;
+        }
+    }
+    false
+}
+
 #[track_caller]
 fn build() -> Timer {
+    if clock_is_fine() {
+        FINE_CLOCK.store(true, Ordering::Relaxed);
+    }
     match Timer::builder().tick(DELAY_TICK).driver_thread().build() {
         Ok(timer) => timer,
         Err(err) => panic!("hashwheel: the default timer of Delay could not start: {err}"),
@@ -120,21 +186,38 @@ fn build() -> Timer {
 ///
 /// # fork
 ///
-/// A child process forked after the default timer started has no driver
-/// thread: the first `Delay::new` in the child starts a timer of its own
-/// (the process id tells). Delays created before the `fork` must not be
-/// used in the child (they belong to the parent's timer); neither may a
-/// thread-driven [`Timer`] of yours: build a new one there.
+/// After `fork()` only the forking thread lives on in the child: the
+/// default timer's thread is not there. The child gets a default timer of
+/// its own, started by its first poll of a `Delay` (or by its first
+/// `Delay::new` when the parent had not started one), and a `Delay` it
+/// inherited keeps working there: polled in the child, it moves to the
+/// child's timer with its deadline (the parent's copy completes in the
+/// parent). Dropping, resetting or polling an inherited `Delay` never
+/// waits for a lock that a thread of the parent held at the fork (it stays
+/// held for ever in the child), and never touches the parent's alarm.
+/// A child forked while a thread of its parent was starting the default
+/// timer starts its own. In a child, the first poll panics as
+/// [`Delay::new`] does if the child's timer cannot start.
 ///
-/// That check is a `getpid` system call in every [`Delay::new`] (about
-/// 100 ns on a virtual machine, more than the rest of a `Delay`'s life):
-/// safe Rust has no cheaper exact way to tell a forked child (no
-/// `pthread_atfork`, and every thread-local or shared flag is copied into
-/// the child unchanged), and a child that used its parent's timer would
-/// lose its delays (no driver thread) or wake its parent's. A hot path
-/// that creates many delays (a timeout per request) builds a thread-driven
-/// [`Timer`] once and calls [`Timer::sleep`]: the same wheel and thread,
-/// with no system call per delay.
+/// The check is in the poll of a pending `Delay`; [`Delay::new`] and
+/// [`reset`](Delay::reset) make no system call. A poll reads the process
+/// id (`getpid`, about 100–150 ns on a virtual machine, more than the rest
+/// of a delay's life) unless the same thread polled a pending `Delay` less
+/// than a microsecond before: no fork fits in that time (only the forking
+/// thread lives on in the child, and it spent the whole fork in the
+/// kernel, tens of microseconds at the least), so a busy thread (a timeout
+/// per request) pays a clock reading instead. Safe Rust has no other cheap
+/// exact test: every flag, thread-local or shared, is copied into the
+/// child unchanged, and `pthread_atfork` or `MADV_WIPEONFORK` need
+/// `unsafe`. With a clock coarser than a quarter microsecond, every such
+/// poll reads the process id. A thread-driven [`Timer`]'s
+/// [`sleep`](Timer::sleep) makes no check at all.
+///
+/// A thread-driven [`Timer`] of yours does not move: in a child, build a
+/// new one. What the child inherited of it may be dropped there (never
+/// waiting for a parent's lock, never setting the parent's alarm), and
+/// [`Timer::stop`] there only marks the child's copy stopped, but its
+/// timeouts polled in the child are fired by no thread.
 ///
 /// # Examples
 ///
@@ -166,8 +249,8 @@ impl Delay {
 
     /// A delay that completes `dur` from now.
     ///
-    /// Reads the process id (a system call) to start a timer of its own in
-    /// a forked child: see [the type's docs](Delay#fork).
+    /// No system call: the fork check is in the poll (see [the type's
+    /// docs](Delay#fork)).
     ///
     /// # Panics
     ///
@@ -237,7 +320,7 @@ impl Future for Delay {
         // thread, which a forked child does not have (a completed delay
         // waits on nothing).
         if !this.timeout.is_complete() {
-            let pid = std::process::id();
+            let pid = process_id();
             if this.timeout.timer_pid() != pid {
                 this.move_to(pid);
             }

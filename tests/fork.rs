@@ -132,6 +132,19 @@ fn an_inherited_delay_completes_in_the_child() {
     .unwrap();
 }
 
+/// What `Delay`'s poll relies on to skip the `getpid` when the same thread
+/// polled a pending `Delay` less than a microsecond before: no `fork` is
+/// that quick (only the forking thread lives on in the child, and it spent
+/// the whole fork in the kernel). Checked with a tenfold margin, from just
+/// before the fork to the child's first instruction.
+#[test]
+fn a_fork_takes_far_longer_than_delays_window() {
+    for _ in 0..20 {
+        let before = Instant::now();
+        fork(|| before.elapsed() >= Duration::from_micros(10), || {}).unwrap();
+    }
+}
+
 // ---- a thread paused under a shard's lock at the fork ----
 
 thread_local! {
