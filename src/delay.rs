@@ -98,9 +98,9 @@ fn timer_of(pid: u32) -> &'static Timer {
 /// trusts the process id it read then: no `fork` fits in between. After a
 /// fork only the forking thread lives on in the child, and that thread
 /// spent the whole `fork` in the kernel (which copies the process's page
-/// tables, among much else): tens of microseconds at the very least, 93 µs
-/// at the least measured on the CI machine (`tests/fork.rs` checks a
-/// tenfold margin there). Polls of one thread closer together than this
+/// tables, among much else): tens of microseconds at the very least (93 µs
+/// at the least measured on a 2-core VM; `tests/fork.rs` checks a tenfold
+/// margin wherever it runs). Polls of one thread closer together than this
 /// are the busy case the check would cost most in (W10).
 const SAME_PROCESS_WITHIN: Duration = Duration::from_micros(1);
 
