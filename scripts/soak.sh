@@ -25,8 +25,8 @@ usage: scripts/soak.sh [options]
                       once); with --time too, whichever comes first
   --only NAMES        comma-separated binaries to run, of: stress,
                       concurrency, wakeup_protocol, shuttle_timer,
-                      thread_driver, delay (the thread driver's, built
-                      with the feature thread) (default: all six)
+                      thread_driver, delay, fork (the thread driver's,
+                      built with the feature thread) (default: all seven)
   --release           build and run the release binaries (default: debug,
                       as `cargo test` builds them: debug assertions on)
   --load N            keep N busy-looping processes beside the tests, to
@@ -76,7 +76,7 @@ to_seconds() {
 time_limit=600
 time_given=0
 iterations=0
-only="stress,concurrency,wakeup_protocol,shuttle_timer,thread_driver,delay"
+only="stress,concurrency,wakeup_protocol,shuttle_timer,thread_driver,delay,fork"
 release=0
 load=0
 test_threads=3
@@ -162,7 +162,7 @@ declare -a names=()
 IFS=, read -r -a wanted <<<"$only"
 for name in "${wanted[@]}"; do
   case "$name" in
-    stress | concurrency | wakeup_protocol | shuttle_timer | thread_driver | delay) names+=("$name") ;;
+    stress | concurrency | wakeup_protocol | shuttle_timer | thread_driver | delay | fork) names+=("$name") ;;
     *) die_usage "unknown binary in --only: $name" ;;
   esac
 done

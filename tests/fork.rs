@@ -78,7 +78,8 @@ fn fork(child: impl FnOnce() -> bool, parent: impl FnOnce()) -> Result<(), Strin
 }
 
 /// Awaits `delay`, and says whether it completed on time: not before
-/// `deadline`, and within [`LIMIT`].
+/// `deadline` (taken before the delay was made or reset: never after its
+/// own), and within [`LIMIT`].
 fn completes(delay: impl Future<Output = ()>, deadline: Instant) -> bool {
     block_on(delay);
     let now = Instant::now();
@@ -121,8 +122,8 @@ fn an_inherited_delay_completes_in_the_child() {
     assert!(poll_once(&mut reset).is_pending());
     fork(
         move || {
-            reset.reset(ms(40));
             let reset_deadline = Instant::now() + ms(40);
+            reset.reset(ms(40));
             completes(polled, deadline)
                 && completes(unpolled, deadline)
                 && completes(reset, reset_deadline)
@@ -203,6 +204,8 @@ fn wait_for(flag: &AtomicBool) {
 #[test]
 fn a_child_never_waits_for_a_lock_its_parent_held() {
     let (send, recv) = std::sync::mpsc::channel();
+    // Before the delays are made: not after their deadline.
+    let deadline = Instant::now() + ms(20);
     let holder = thread::spawn(move || {
         // Made and polled on this thread, so on its shard.
         let mut inherited: Vec<Delay> = (0..3).map(|_| Delay::new(ms(20))).collect();
@@ -223,13 +226,12 @@ fn a_child_never_waits_for_a_lock_its_parent_held() {
         keep
     });
     let mut inherited = recv.recv().unwrap();
-    let deadline = Instant::now() + ms(20);
     wait_for(&PAUSED);
     let result = fork(
         || {
             let mut reset = inherited.pop().unwrap();
-            reset.reset(ms(10));
             let reset_deadline = Instant::now() + ms(10);
+            reset.reset(ms(10));
             let polled = inherited.pop().unwrap();
             drop(inherited);
             let fresh = Instant::now() + ms(5);
