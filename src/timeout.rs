@@ -468,11 +468,13 @@ impl Timeout {
 
     /// Whether the timeout completed and its poll says so without the
     /// timer (fired or cancelled, and seen so).
+    #[cfg(feature = "thread")]
     pub(crate) fn is_complete(&self) -> bool {
         matches!(self.kind(), FIRED | CANCELLED)
     }
 
     /// The process that built the timer (see `shard::lock_unless_forked`).
+    #[cfg(feature = "thread")]
     pub(crate) fn timer_pid(&self) -> u32 {
         self.shard.common.pid
     }
