@@ -117,20 +117,25 @@ fn an_inherited_delay_completes_in_the_child() {
     let deadline = Instant::now() + ms(30);
     let mut polled = Delay::new(ms(30));
     assert!(poll_once(&mut polled).is_pending());
-    let unpolled = Delay::new(ms(30));
+    let mut unpolled = Delay::new(ms(30));
     let mut reset = Delay::new(ms(3_600_000));
     assert!(poll_once(&mut reset).is_pending());
     fork(
-        move || {
+        || {
             let reset_deadline = Instant::now() + ms(40);
             reset.reset(ms(40));
-            completes(polled, deadline)
-                && completes(unpolled, deadline)
-                && completes(reset, reset_deadline)
+            completes(&mut polled, deadline)
+                && completes(&mut unpolled, deadline)
+                && completes(&mut reset, reset_deadline)
         },
         || {},
     )
     .unwrap();
+    assert!(completes(&mut polled, deadline) && completes(&mut unpolled, deadline));
+    assert!(
+        poll_once(&mut reset).is_pending(),
+        "reset in the child only"
+    );
 }
 
 /// What `Delay`'s poll relies on to skip the `getpid` when the same thread
