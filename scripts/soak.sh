@@ -25,10 +25,10 @@ usage: scripts/soak.sh [options]
                       once); with --time too, whichever comes first
   --only NAMES        comma-separated binaries to run, of: stress,
                       concurrency, wakeup_protocol, shuttle_timer,
-                      thread_driver, delay (the thread driver's, built
-                      with the feature thread), guarantees (the matrix of
-                      every promise on every driver, tests/guarantees.rs)
-                      (default: all seven)
+                      thread_driver, delay, fork (the thread driver's,
+                      built with the feature thread), guarantees (the
+                      matrix of every promise on every driver,
+                      tests/guarantees.rs) (default: all eight)
   --release           build and run the release binaries (default: debug,
                       as `cargo test` builds them: debug assertions on)
   --load N            keep N busy-looping processes beside the tests, to
@@ -78,7 +78,7 @@ to_seconds() {
 time_limit=600
 time_given=0
 iterations=0
-only="stress,concurrency,wakeup_protocol,shuttle_timer,thread_driver,delay,guarantees"
+only="stress,concurrency,wakeup_protocol,shuttle_timer,thread_driver,delay,fork,guarantees"
 release=0
 load=0
 test_threads=3
@@ -164,7 +164,7 @@ declare -a names=()
 IFS=, read -r -a wanted <<<"$only"
 for name in "${wanted[@]}"; do
   case "$name" in
-    stress | concurrency | wakeup_protocol | shuttle_timer | thread_driver | delay | guarantees) names+=("$name") ;;
+    stress | concurrency | wakeup_protocol | shuttle_timer | thread_driver | delay | fork | guarantees) names+=("$name") ;;
     *) die_usage "unknown binary in --only: $name" ;;
   esac
 done

@@ -1,12 +1,14 @@
 //! [`Delay`]: futures-timer's `Delay` on a process-wide thread-driven
 //! [`Timer`], for code that runs on any executor.
 
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::timeout::Timeout;
 use crate::timer::Timer;
@@ -14,50 +16,151 @@ use crate::timer::Timer;
 /// See [`Delay::TICK`].
 const DELAY_TICK: Duration = Duration::from_micros(50);
 
-/// The process's default thread-driven timer, and the process it was
-/// started in.
-static DEFAULT: OnceLock<(u32, Timer)> = OnceLock::new();
+/// One process's default timer: the process that claimed the slot, and
+/// the timer it started there.
+struct Slot {
+    /// The claimer's process id; 0 while free.
+    pid: AtomicU32,
+    timer: OnceLock<Timer>,
+}
 
-/// The default timer of a child process forked after [`DEFAULT`] started:
-/// its driver thread did not survive the `fork`.
-static FORKED: Mutex<Option<(u32, &'static Timer)>> = Mutex::new(None);
+/// Processes down one line of forks that can each start a default timer:
+/// the first process, its child, grandchild, ... (see [`timer_of`]).
+const SLOTS: usize = 64;
 
-/// The process-wide timer behind [`Delay`], started on first use, and again
-/// on first use in a forked child.
+/// The default timers, one per process of a line of forks. A child
+/// inherits its parent's slots (their timers have no driver thread in the
+/// child) and claims one of its own.
+static DEFAULTS: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// A free [`Slot`], to fill [`DEFAULTS`] with (each element is a fresh copy).
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE: Slot = Slot {
+    pid: AtomicU32::new(0),
+    timer: OnceLock::new(),
+};
+
+/// The slot of the timer [`Delay::new`] used last: this process's, once it
+/// has one (a child inherits its parent's index, and corrects it at its
+/// first poll of a `Delay`, see [`Delay::poll`]).
+static CURRENT: AtomicUsize = AtomicUsize::new(SLOTS);
+
+/// The default timer as [`Delay::new`] finds it: two atomic loads, no
+/// system call. In a forked child it may be the parent's until the child's
+/// first poll of a `Delay` (which moves the delay to the child's own timer).
 ///
 /// # Panics
 ///
-/// If its thread (or, on Linux, its timerfd) cannot be created.
+/// As [`timer_of`].
 #[track_caller]
+#[inline]
 fn default_timer() -> &'static Timer {
-    default_timer_of(std::process::id())
+    let current = CURRENT.load(Ordering::Acquire);
+    match DEFAULTS.get(current).and_then(|slot| slot.timer.get()) {
+        Some(timer) => timer,
+        None => timer_of(std::process::id()),
+    }
 }
 
-/// [`default_timer`] in the process `pid` (a parameter, so that a test can
-/// play a forked child without forking).
+/// The default timer of process `pid`, started on first use (a
+/// parameter, so that a test can play a forked child without forking).
+///
+/// Never waits on another process's slot: a child forked while a thread of
+/// its parent was starting the parent's timer would wait for ever (that
+/// thread is not in the child). It waits only for a thread of its own
+/// process that is starting this process's timer.
+///
+/// # Panics
+///
+/// If the timer's thread (or, on Linux, its timerfd) cannot be created, or
+/// in a process more than 63 forks down a line of processes that each
+/// started a default timer.
 #[track_caller]
-fn default_timer_of(pid: u32) -> &'static Timer {
-    let (started_in, timer) = DEFAULT.get_or_init(|| (pid, build()));
-    if *started_in == pid {
-        return timer;
-    }
-    // A child after `fork()`: the timer above belongs to the parent (its
-    // thread is not here, and its timerfd is shared with the parent's: it
-    // must not be armed from here). One new timer per process, leaked: a
-    // process-wide timer lives as long as the process anyway.
-    let mut forked = FORKED.lock().unwrap_or_else(|p| p.into_inner());
-    match *forked {
-        Some((child, timer)) if child == pid => timer,
-        _ => {
-            let timer: &'static Timer = Box::leak(Box::new(build()));
-            *forked = Some((pid, timer));
-            timer
+fn timer_of(pid: u32) -> &'static Timer {
+    for (index, slot) in DEFAULTS.iter().enumerate() {
+        let owner = match slot
+            .pid
+            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => pid,
+            Err(owner) => owner,
+        };
+        if owner == pid {
+            let timer = slot.timer.get_or_init(build);
+            CURRENT.store(index, Ordering::Release);
+            return timer;
         }
     }
+    panic!("hashwheel: no room for the default timer of Delay in a process {SLOTS} forks down")
+}
+
+/// How soon after a thread's last poll of a pending `Delay` its next one
+/// trusts the process id it read then: no `fork` fits in between. After a
+/// fork only the forking thread lives on in the child, and that thread
+/// spent the whole `fork` in the kernel (which copies the process's page
+/// tables, among much else): tens of microseconds at the very least (93 µs
+/// at the least measured on a 2-core VM; `tests/fork.rs` checks a tenfold
+/// margin wherever it runs). Polls of one thread closer together than this
+/// are the busy case the check would cost most in (W10).
+const SAME_PROCESS_WITHIN: Duration = Duration::from_micros(1);
+
+/// Whether the clock moves by much less than [`SAME_PROCESS_WITHIN`]
+/// between readings (a coarse clock could read the same before and after
+/// a fork); probed as a default timer starts. Until then, and with a coarse
+/// clock, every poll of a pending `Delay` reads the process id.
+static FINE_CLOCK: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// When this thread last polled a pending `Delay`, and the process it
+    /// ran in then.
+    static LAST_POLL: Cell<Option<(Instant, u32)>> = const { Cell::new(None) };
+}
+
+/// The id of this process (the fork check of a pending `Delay`'s poll):
+/// without a system call when this thread polled one less than
+/// [`SAME_PROCESS_WITHIN`] ago, a `getpid` otherwise. Each poll renews the
+/// window: a fork between two polls of this thread leaves at least the
+/// fork's length between them.
+#[inline]
+fn process_id() -> u32 {
+    let now = Instant::now();
+    let last = LAST_POLL.try_with(Cell::get).ok().flatten();
+    let pid = match last {
+        Some((at, pid))
+            if FINE_CLOCK.load(Ordering::Relaxed)
+                && now
+                    .checked_duration_since(at)
+                    .is_some_and(|since| since < SAME_PROCESS_WITHIN) =>
+        {
+            pid
+        }
+        // Not in the window, or a clock that went back (a child in a
+        // time namespace of its own): ask.
+        _ => std::process::id(),
+    };
+    let _ = LAST_POLL.try_with(|last| last.set(Some((now, pid))));
+    pid
+}
+
+/// Whether two readings of the clock in a row differ by less than a
+/// quarter of [`SAME_PROCESS_WITHIN`] (the clock's step, or a preemption:
+/// either way `false` is the safe answer).
+fn clock_is_fine() -> bool {
+    let start = Instant::now();
+    for _ in 0..100_000 {
+        let now = Instant::now();
+        if now != start {
+            return now - start < SAME_PROCESS_WITHIN / 4;
+        }
+    }
+    false
 }
 
 #[track_caller]
 fn build() -> Timer {
+    if clock_is_fine() {
+        FINE_CLOCK.store(true, Ordering::Relaxed);
+    }
     match Timer::builder().tick(DELAY_TICK).driver_thread().build() {
         Ok(timer) => timer,
         Err(err) => panic!("hashwheel: the default timer of Delay could not start: {err}"),
@@ -83,21 +186,38 @@ fn build() -> Timer {
 ///
 /// # fork
 ///
-/// A child process forked after the default timer started has no driver
-/// thread: the first `Delay::new` in the child starts a timer of its own
-/// (the process id tells). Delays created before the `fork` must not be
-/// used in the child (they belong to the parent's timer); neither may a
-/// thread-driven [`Timer`] of yours: build a new one there.
+/// After `fork()` only the forking thread lives on in the child: the
+/// default timer's thread is not there. The child gets a default timer of
+/// its own, started by its first poll of a `Delay` (or by its first
+/// `Delay::new` when the parent had not started one), and a `Delay` it
+/// inherited keeps working there: polled in the child, it moves to the
+/// child's timer with its deadline (the parent's copy completes in the
+/// parent). Dropping, resetting or polling an inherited `Delay` never
+/// waits for a lock that a thread of the parent held at the fork (it stays
+/// held for ever in the child), and never touches the parent's alarm.
+/// A child forked while a thread of its parent was starting the default
+/// timer starts its own. In a child, the first poll panics as
+/// [`Delay::new`] does if the child's timer cannot start.
 ///
-/// That check is a `getpid` system call in every [`Delay::new`] (about
-/// 100 ns on a virtual machine, more than the rest of a `Delay`'s life):
-/// safe Rust has no cheaper exact way to tell a forked child (no
-/// `pthread_atfork`, and every thread-local or shared flag is copied into
-/// the child unchanged), and a child that used its parent's timer would
-/// lose its delays (no driver thread) or wake its parent's. A hot path
-/// that creates many delays (a timeout per request) builds a thread-driven
-/// [`Timer`] once and calls [`Timer::sleep`]: the same wheel and thread,
-/// with no system call per delay.
+/// The check is in the poll of a pending `Delay`; [`Delay::new`] and
+/// [`reset`](Delay::reset) make no system call. A poll reads the process
+/// id (`getpid`, about 100–150 ns on a virtual machine, more than the rest
+/// of a delay's life) unless the same thread polled a pending `Delay` less
+/// than a microsecond before: no fork fits in that time (only the forking
+/// thread lives on in the child, and it spent the whole fork in the
+/// kernel, tens of microseconds at the least), so a busy thread (a timeout
+/// per request) pays a clock reading instead. Safe Rust has no other cheap
+/// exact test: every flag, thread-local or shared, is copied into the
+/// child unchanged, and `pthread_atfork` or `MADV_WIPEONFORK` need
+/// `unsafe`. With a clock coarser than a quarter microsecond, every such
+/// poll reads the process id. A thread-driven [`Timer`]'s
+/// [`sleep`](Timer::sleep) makes no check at all.
+///
+/// A thread-driven [`Timer`] of yours does not move: in a child, build a
+/// new one. What the child inherited of it may be dropped there (never
+/// waiting for a parent's lock, never setting the parent's alarm), and
+/// [`Timer::stop`] there only marks the child's copy stopped, but its
+/// timeouts polled in the child are fired by no thread.
 ///
 /// # Examples
 ///
@@ -129,8 +249,8 @@ impl Delay {
 
     /// A delay that completes `dur` from now.
     ///
-    /// Reads the process id (a system call) to start a timer of its own in
-    /// a forked child: see [the type's docs](Delay#fork).
+    /// No system call: the fork check is in the poll (see [the type's
+    /// docs](Delay#fork)).
     ///
     /// # Panics
     ///
@@ -148,6 +268,7 @@ impl Delay {
     /// # });
     /// ```
     #[track_caller]
+    #[inline]
     pub fn new(dur: Duration) -> Delay {
         Delay {
             timeout: default_timer().sleep(dur),
@@ -174,13 +295,37 @@ impl Delay {
     pub fn reset(&mut self, dur: Duration) {
         self.timeout.reset(dur);
     }
+
+    /// Moves the delay, created in another process (a forked child's
+    /// parent, or the parent's timer found by [`Delay::new`] in a child
+    /// before its first poll), to the default timer of process `pid`,
+    /// keeping its deadline. The entry it leaves (in the child's copy of
+    /// the parent's timer) is removed, or left where it is if a thread of
+    /// the parent held its shard's lock at the fork.
+    #[track_caller]
+    fn move_to(&mut self, pid: u32) {
+        let deadline = self.timeout.deadline();
+        let moved = timer_of(pid).sleep_until(deadline);
+        drop(std::mem::replace(&mut self.timeout, moved));
+    }
 }
 
 impl Future for Delay {
     type Output = ();
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.get_mut().timeout).poll(cx)
+        let this = self.get_mut();
+        // The fork check: a poll may leave the delay waiting on its timer's
+        // thread, which a forked child does not have (a completed delay
+        // waits on nothing).
+        if !this.timeout.is_complete() {
+            let pid = process_id();
+            if this.timeout.timer_pid() != pid {
+                this.move_to(pid);
+            }
+        }
+        Pin::new(&mut this.timeout).poll(cx)
     }
 }
 
@@ -197,21 +342,22 @@ impl fmt::Debug for Delay {
 mod tests {
     use super::*;
 
-    /// The fork check, without forking (that needs `unsafe`): a process id
-    /// other than the one that started the default timer gets a timer of
-    /// its own, once per process; the starter keeps its own.
+    /// The default timer of each process, without forking (that needs
+    /// `unsafe`): a process id other than the one that started the default
+    /// timer gets a timer of its own, once per process; the starter keeps
+    /// its own (`tests/fork.rs` forks).
     #[test]
     fn a_forked_child_gets_a_default_timer_of_its_own() {
-        let parent = default_timer() as *const Timer;
         let me = std::process::id();
-        assert_eq!(default_timer_of(me) as *const Timer, parent);
-        let child = me.wrapping_add(1);
-        let in_child = default_timer_of(child);
-        assert_ne!(in_child as *const Timer, parent, "a new timer in the child");
-        assert!(std::ptr::eq(default_timer_of(child), in_child), "once");
-        let grandchild = me.wrapping_add(2);
-        assert!(!std::ptr::eq(default_timer_of(grandchild), in_child));
+        let parent = timer_of(me) as *const Timer;
         assert_eq!(default_timer() as *const Timer, parent);
+        let child = me.wrapping_add(1);
+        let in_child = timer_of(child);
+        assert_ne!(in_child as *const Timer, parent, "a new timer in the child");
+        assert!(std::ptr::eq(timer_of(child), in_child), "once");
+        let grandchild = me.wrapping_add(2);
+        assert!(!std::ptr::eq(timer_of(grandchild), in_child));
+        assert_eq!(timer_of(me) as *const Timer, parent);
         // The child's timer works.
         let start = std::time::Instant::now();
         let mut sleep = in_child.sleep(Duration::from_millis(2));

@@ -9,7 +9,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,9 @@ pub(crate) struct Shared {
 /// signal, the stop flag and the timer-wide counters. It holds no shard, so
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
+    /// The process that built the timer. A child forked from it inherits
+    /// the timer's memory but none of its threads: see [`lock_unless_forked`].
+    pub(crate) pid: u32,
     /// The timer's clock, and its ticks.
     pub(crate) clock: Clock,
     /// The driver's alarm (see `alarm`): a runtime timer, or the driver
@@ -72,6 +75,29 @@ pub(crate) struct Common {
 pub(crate) const IDLE: u8 = 0;
 /// A turn runs.
 pub(crate) const TURNING: u8 = 1;
+
+/// Locks `mutex`, ignoring poisoning, unless this is a child forked from
+/// process `pid` and the lock is held: `None` then.
+///
+/// After `fork` only the forking thread lives on in the child, so a lock
+/// another thread held at the fork (the driver's thread in a turn, say) is
+/// held for ever there, and waiting for it would hang the child. The lock
+/// is tried first: free, it is taken as `lock` would (the same atomic
+/// swap, no system call); held, the process id (a system call) tells a
+/// parent's ordinary wait from a child's endless one. The parent's hot
+/// path pays nothing.
+pub(crate) fn lock_unless_forked<T>(mutex: &Mutex<T>, pid: u32) -> Option<MutexGuard<'_, T>> {
+    match mutex.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) if std::process::id() != pid => None,
+        Err(TryLockError::WouldBlock) => Some(
+            mutex
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        ),
+    }
+}
 
 /// One wheel and its lock. Threads pick a shard each, so they rarely share
 /// a lock or a cache line; a timeout stays on the shard it was created on.
@@ -142,6 +168,7 @@ impl Shared {
         alarm: Alarm,
     ) -> Arc<Shared> {
         let common = Arc::new(Common {
+            pid: std::process::id(),
             clock: Clock::new(alarm.source(), tick_us),
             alarm,
             planned: AtomicU64::new(u64::MAX),
@@ -284,6 +311,14 @@ impl Shared {
     }
 
     pub(crate) fn stop(&self) -> Vec<Arc<TaskInner>> {
+        if std::process::id() != self.common.pid {
+            // A forked child's copy of its parent's timer: it only marks
+            // it stopped. Its entries belong to the parent's tasks (whose
+            // wakers are not to be called here), a thread of the parent
+            // may have held a lock for ever, and its alarm is the parent's.
+            self.common.mark_stopped(STOPPED);
+            return Vec::new();
+        }
         stop(
             &self.common,
             self.shards.iter().cloned(),
@@ -335,6 +370,14 @@ impl Common {
 
     pub(crate) fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Marks the timer stopped for `reason` (one of the stopped states);
+    /// returns whether it was running. Only the first stop counts.
+    fn mark_stopped(&self, reason: u8) -> bool {
+        self.stopped
+            .compare_exchange(RUNNING, reason, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// Why the timer stopped, if it did.
@@ -389,7 +432,12 @@ impl Common {
             return;
         }
         let released = {
-            let mut keep = self.lock_keep_alive();
+            // A forked child whose parent held the lock at the fork (its
+            // driver finishing tasks) leaves the count alone: nothing may
+            // wait here for ever.
+            let Some(mut keep) = lock_unless_forked(&self.keep_alive, self.pid) else {
+                return;
+            };
             // Each task takes the count before it enters the wheel and gives
             // it back once, under its shard's lock, when it leaves it (run,
             // cancelled or drained by `stop`), so this cannot go below zero.
@@ -428,6 +476,14 @@ impl Shard {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`lock`](Self::lock) for the paths a forked child may take through
+    /// a handle it inherited (a `Timeout`'s drop, poll or reset): `None` in
+    /// a child whose parent held the lock at the fork (see
+    /// [`lock_unless_forked`]).
+    pub(crate) fn lock_unless_forked(&self) -> Option<MutexGuard<'_, ShardState>> {
+        lock_unless_forked(&self.state, self.common.pid)
     }
 
     /// Counts a new pending timeout or task.
@@ -520,11 +576,7 @@ pub(crate) fn stop(
         #[cfg(all(feature = "thread", feature = "tokio"))]
         StopReason::SpawnRuntimeGone => SPAWN_RUNTIME_GONE,
     };
-    if common
-        .stopped
-        .compare_exchange(RUNNING, stopped, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    if !common.mark_stopped(stopped) {
         return Vec::new();
     }
     let mut tasks = Vec::new();

@@ -65,7 +65,11 @@ impl TaskHandle {
             return false;
         };
         {
-            let mut state = shared.lock(inner.shard);
+            // In a forked child whose parent held the lock at the fork the
+            // task is out of reach for good: not cancelled.
+            let Some(mut state) = shared.shards[inner.shard].lock_unless_forked() else {
+                return false;
+            };
             if inner.state.load(Ordering::Acquire) != PENDING {
                 return false;
             }

@@ -183,7 +183,11 @@ impl Timeout {
         if self.shard.deadlines.is_linked(self.key(), self.gen()) {
             return State::Pending;
         }
-        self.shard.lock().wheel.state(self.key())
+        // In a forked child whose parent held the lock at the fork, the
+        // entry is out of reach for good: as if cancelled.
+        self.shard
+            .lock_unless_forked()
+            .map_or(State::Cancelled, |state| state.wheel.state(self.key()))
     }
 
     /// The instant this timeout completes: its deadline as the timer keeps
@@ -209,7 +213,11 @@ impl Timeout {
     /// ```
     pub fn deadline(&self) -> Instant {
         let tick = match self.kind() {
-            REGISTERED => self.registered_tick(|| self.shard.lock().wheel.tick(self.key())),
+            REGISTERED => self.registered_tick(|| {
+                self.shard
+                    .lock_unless_forked()
+                    .map_or(NEVER, |state| state.wheel.tick(self.key()))
+            }),
             FIRED => self.low() & !UNPOLLED,
             _ => self.low(),
         };
@@ -405,7 +413,15 @@ impl Timeout {
                     return;
                 }
                 let (state, fired_now) = {
-                    let mut guard = shard.lock();
+                    let Some(mut guard) = shard.lock_unless_forked() else {
+                        // A forked child whose parent held the lock at the
+                        // fork: the entry is out of reach for good. The
+                        // timeout leaves it and holds the new deadline
+                        // unregistered (a `Delay` moves to the child's own
+                        // timer with it when polled).
+                        self.set(UNREGISTERED, tick);
+                        return;
+                    };
                     // The driver of a stopped timer is gone: an entry that
                     // fired before the stop must not go back into the wheel,
                     // where it would never fire (checked under the lock
@@ -458,6 +474,19 @@ impl Timeout {
         self.shard.common.now()
     }
 
+    /// Whether the timeout completed and its poll says so without the
+    /// timer (fired or cancelled, and seen so).
+    #[cfg(feature = "thread")]
+    pub(crate) fn is_complete(&self) -> bool {
+        matches!(self.kind(), FIRED | CANCELLED)
+    }
+
+    /// The process that built the timer (see `shard::lock_unless_forked`).
+    #[cfg(feature = "thread")]
+    pub(crate) fn timer_pid(&self) -> u32 {
+        self.shard.common.pid
+    }
+
     /// Whether the timer stopped: one atomic load.
     pub(crate) fn is_stopped(&self) -> bool {
         self.shard.common.is_stopped()
@@ -487,7 +516,13 @@ impl Timeout {
         debug_assert_eq!(self.kind(), UNREGISTERED);
         let tick = self.low();
         let shard = &*self.shard;
-        let mut state = shard.lock();
+        let Some(mut state) = shard.lock_unless_forked() else {
+            // A forked child whose parent held the lock at the fork: no
+            // entry can go in, and no driver thread lives here to fire it.
+            drop(wakes);
+            self.set(CANCELLED, tick);
+            return CANCELLED;
+        };
         let done = if shard.common.is_stopped() {
             state.counts.cancelled += 1;
             CANCELLED
@@ -543,7 +578,13 @@ impl Timeout {
             }
             REGISTERED => {
                 let (state, waker, beat) = {
-                    let mut guard = shard.lock();
+                    let Some(mut guard) = shard.lock_unless_forked() else {
+                        // A forked child whose parent held the lock at the
+                        // fork: the entry stays where it is, out of reach
+                        // (waiting would hang the child for ever).
+                        self.set(CANCELLED, 0);
+                        return false;
+                    };
                     let (state, waker) = guard.wheel.remove(self.key());
                     if state == State::Pending {
                         guard.counts.cancelled += 1;
@@ -583,7 +624,14 @@ impl Future for Timeout {
                 // stored if the timeout is still pending.
                 let mut fresh = None;
                 loop {
-                    let mut state = this.shard.lock();
+                    let Some(mut state) = this.shard.lock_unless_forked() else {
+                        // A forked child whose parent held the lock at the
+                        // fork: nothing will fire it here.
+                        drop(fresh);
+                        let tick = this.registered_tick(|| NEVER);
+                        this.set(CANCELLED, tick);
+                        return Poll::Ready(());
+                    };
                     let done = match state.wheel.state(key) {
                         State::Pending => {
                             let slot = state.wheel.value_mut(key);

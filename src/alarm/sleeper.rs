@@ -56,6 +56,11 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Sleeper {
     state: Mutex<State>,
+    /// The process whose driver thread sleeps here. A child forked from it
+    /// has no such thread, shares the timerfd with the parent (the same
+    /// open file), and may find the lock held for ever: see
+    /// [`Sleeper::is_foreign`].
+    pid: u32,
     #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
     fd: rustix::fd::OwnedFd,
     #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
@@ -85,6 +90,7 @@ impl Sleeper {
                 shut: false,
                 periodic: false,
             }),
+            pid: std::process::id(),
             #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
             fd: rustix::time::timerfd_create(
                 rustix::time::TimerfdClockId::Monotonic,
@@ -107,6 +113,11 @@ impl Sleeper {
     /// disarms it: the thread sleeps until armed again. Returns whether it
     /// changed anything.
     pub(crate) fn arm(&self, tick: u64, at: Instant, force: bool) -> bool {
+        // The driver's own re-arm (`force`) runs on its thread, which no
+        // child has.
+        if !force && self.is_foreign() {
+            return false;
+        }
         let mut state = self.lock();
         if state.shut || (!force && tick >= state.armed) {
             return false;
@@ -196,6 +207,18 @@ impl Sleeper {
         }
     }
 
+    /// Whether this is a child forked from the process of the driver's
+    /// thread: one `getpid`, on the paths that make a system call anyway
+    /// (an insert's arm, a shut). There the alarm is left alone: setting
+    /// the timerfd, which the child shares with its parent, would move the
+    /// parent's alarm (and end its periodic ringing, which the parent would
+    /// not know, and its driver would sleep for good), and its lock may be
+    /// held for ever by a thread of the parent. A child's timer of its own
+    /// has a sleeper of its own.
+    fn is_foreign(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
     /// Takes the tick the alarm was armed for, leaving it disarmed (the
     /// driver, as it starts a turn: inserts during the turn leave the arming
     /// to it).
@@ -206,6 +229,9 @@ impl Sleeper {
     /// Shuts the alarm: the thread wakes (now or at its next wait) and
     /// ends. For good.
     pub(crate) fn shut(&self) {
+        if self.is_foreign() {
+            return;
+        }
         let mut state = self.lock();
         state.shut = true;
         state.periodic = false;

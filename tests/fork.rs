@@ -1,0 +1,392 @@
+//! A forked child and the thread-driven timers it inherits (feature
+//! `thread`, Unix): after `fork` only the forking thread lives on in the
+//! child, so a lock another thread held stays held for ever there, a
+//! `OnceLock` being initialised never finishes, and no driver thread turns
+//! the wheels. No child may hang, and none may disturb its parent's timer.
+//!
+//! Each child runs under a watchdog: one that does not exit in time is
+//! killed, and the test fails ("hung") rather than hanging the suite. The
+//! racy moments are made exact rather than hoped for: a thread is paused
+//! inside the default timer's start (by a `tracing` subscriber, on the
+//! event the start logs), or inside an allocation under a shard's lock (by
+//! this binary's allocator), while another thread forks.
+#![cfg(unix)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use futures::executor::block_on;
+use futures::task::noop_waker;
+use hashwheel::{Delay, Timer};
+
+/// How long a child may take: ample for a few milliseconds of delays on a
+/// loaded machine, short against a hang.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Forks: the child runs `child` and exits with 0 if it returned `true`;
+/// the parent runs `parent` at once, then waits for the child for up to
+/// [`LIMIT`]. `Err` says how the child failed: "hung" if it had to be
+/// killed.
+fn fork(child: impl FnOnce() -> bool, parent: impl FnOnce()) -> Result<(), String> {
+    // SAFETY: the child runs only `child` and then `_exit`s, without
+    // returning into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = catch_unwind(AssertUnwindSafe(child)).unwrap_or(false);
+        // SAFETY: ends the child at once, running no destructor or atexit
+        // handler of the parent's.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    parent();
+    let start = Instant::now();
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        assert!(done >= 0, "waitpid failed");
+        if done == pid {
+            break;
+        }
+        if start.elapsed() > LIMIT {
+            // SAFETY: our own child, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return Err(format!("the child hung (killed after {LIMIT:?})"));
+        }
+        thread::sleep(ms(1));
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err(format!("the child failed (wait status {status:#x})"))
+    }
+}
+
+/// Awaits `delay`, and says whether it completed on time: not before
+/// `deadline` (taken before the delay was made or reset: never after its
+/// own), and within [`LIMIT`].
+fn completes(delay: impl Future<Output = ()>, deadline: Instant) -> bool {
+    block_on(delay);
+    let now = Instant::now();
+    now >= deadline && now < deadline + LIMIT
+}
+
+/// Polls `fut` once with a waker that does nothing.
+fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    let waker = noop_waker();
+    Pin::new(fut).poll(&mut Context::from_waker(&waker))
+}
+
+#[test]
+fn a_child_starts_a_default_timer_of_its_own() {
+    block_on(Delay::new(ms(1)));
+    fork(
+        || {
+            let deadline = Instant::now() + ms(5);
+            completes(Delay::new(ms(5)), deadline)
+        },
+        || {},
+    )
+    .unwrap();
+    // The parent's timer still works.
+    let deadline = Instant::now() + ms(2);
+    assert!(completes(Delay::new(ms(2)), deadline));
+}
+
+/// A `Delay` the child inherited, polled there (before and after the
+/// parent polled it), completes at its deadline on the child's own timer
+/// instead of waiting for ever on the parent's, whose thread is not in the
+/// child; the parent's copy completes in the parent.
+#[test]
+fn an_inherited_delay_completes_in_the_child() {
+    let deadline = Instant::now() + ms(30);
+    let mut polled = Delay::new(ms(30));
+    assert!(poll_once(&mut polled).is_pending());
+    let mut unpolled = Delay::new(ms(30));
+    let mut reset = Delay::new(ms(3_600_000));
+    assert!(poll_once(&mut reset).is_pending());
+    fork(
+        || {
+            let reset_deadline = Instant::now() + ms(40);
+            reset.reset(ms(40));
+            completes(&mut polled, deadline)
+                && completes(&mut unpolled, deadline)
+                && completes(&mut reset, reset_deadline)
+        },
+        || {},
+    )
+    .unwrap();
+    assert!(completes(&mut polled, deadline) && completes(&mut unpolled, deadline));
+    assert!(
+        poll_once(&mut reset).is_pending(),
+        "reset in the child only"
+    );
+}
+
+/// What `Delay`'s poll relies on to skip the `getpid` when the same thread
+/// polled a pending `Delay` less than a microsecond before: no `fork` is
+/// that quick (only the forking thread lives on in the child, and it spent
+/// the whole fork in the kernel). Checked with a tenfold margin, from just
+/// before the fork to the child's first instruction.
+#[test]
+fn a_fork_takes_far_longer_than_delays_window() {
+    for _ in 0..20 {
+        let before = Instant::now();
+        fork(|| before.elapsed() >= Duration::from_micros(10), || {}).unwrap();
+    }
+}
+
+// ---- a thread paused under a shard's lock at the fork ----
+
+thread_local! {
+    /// Pauses this thread's next allocation of `PAUSE_MIN` bytes or more
+    /// (see [`Pausing`]).
+    static PAUSE_NEXT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A thread is paused in an allocation; `RESUME` lets it go on.
+static PAUSED: AtomicBool = AtomicBool::new(false);
+static RESUME: AtomicBool = AtomicBool::new(false);
+/// A page of a shard's storage: its first allocation past the first page
+/// is made under the shard's lock.
+const PAUSE_MIN: usize = 256;
+
+/// The system allocator, pausing the thread that set [`PAUSE_NEXT`] in its
+/// next large allocation until [`RESUME`].
+struct Pausing;
+
+// SAFETY: every call goes to `System` unchanged; the pause only waits.
+unsafe impl GlobalAlloc for Pausing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= PAUSE_MIN && PAUSE_NEXT.try_with(|p| p.replace(false)) == Ok(true) {
+            PAUSED.store(true, Ordering::SeqCst);
+            while !RESUME.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Pausing = Pausing;
+
+/// Waits until `flag` is set (a watchdog: panics after [`LIMIT`]).
+fn wait_for(flag: &AtomicBool) {
+    let start = Instant::now();
+    while !flag.load(Ordering::SeqCst) {
+        assert!(start.elapsed() < LIMIT, "never set");
+        thread::sleep(ms(1));
+    }
+}
+
+/// The child drops, polls and resets `Delay`s it inherited while a thread
+/// of its parent held their shard's lock (for ever, in the child): none of
+/// it waits for the lock, the polled ones complete on the child's own
+/// timer, and new ones work. Before the fix, the drop hung in
+/// `Timeout::clear`.
+#[test]
+fn a_child_never_waits_for_a_lock_its_parent_held() {
+    let (send, recv) = std::sync::mpsc::channel();
+    // Before the delays are made: not after their deadline.
+    let deadline = Instant::now() + ms(20);
+    let holder = thread::spawn(move || {
+        // Made and polled on this thread, so on its shard.
+        let mut inherited: Vec<Delay> = (0..3).map(|_| Delay::new(ms(20))).collect();
+        for delay in &mut inherited {
+            assert!(poll_once(delay).is_pending());
+        }
+        send.send(inherited).unwrap();
+        // Registers delays (no allocation outside the lock: `keep` has
+        // room) until one needs a new page, allocated under the lock.
+        let mut keep = Vec::with_capacity(100_000);
+        PAUSE_NEXT.with(|p| p.set(true));
+        while !PAUSED.load(Ordering::SeqCst) && keep.len() < keep.capacity() {
+            let mut delay = Delay::new(ms(3_600_000));
+            assert!(poll_once(&mut delay).is_pending());
+            keep.push(delay);
+        }
+        PAUSE_NEXT.with(|p| p.set(false));
+        keep
+    });
+    let mut inherited = recv.recv().unwrap();
+    wait_for(&PAUSED);
+    let result = fork(
+        || {
+            let mut reset = inherited.pop().unwrap();
+            let reset_deadline = Instant::now() + ms(10);
+            reset.reset(ms(10));
+            let polled = inherited.pop().unwrap();
+            drop(inherited);
+            let fresh = Instant::now() + ms(5);
+            completes(Delay::new(ms(5)), fresh)
+                && completes(polled, deadline)
+                && completes(reset, reset_deadline)
+        },
+        || RESUME.store(true, Ordering::SeqCst),
+    );
+    let keep = holder.join().unwrap();
+    assert!(
+        PAUSED.load(Ordering::SeqCst),
+        "no page allocated in {}",
+        keep.len()
+    );
+    result.unwrap();
+}
+
+/// A child that stops, or arms, the thread-driven `Timer` it inherited
+/// leaves the parent's alarm alone: the timerfd is the parent's too (the
+/// same open file), and setting it from the child would end the parent's
+/// periodic alarm without the parent knowing, so that its driver slept for
+/// good.
+#[test]
+fn a_child_leaves_its_parents_alarm_alone() {
+    let timer = Timer::builder()
+        .tick(Duration::from_micros(50))
+        .driver_thread()
+        .build()
+        .unwrap();
+    // Work on every tick (batches of sleeps 50 µs apart): the parent's
+    // alarm rings on every tick, set once.
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sleeper = {
+        let (timer, done, stop) = (timer.clone(), done.clone(), stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let batch = (1..=100).map(|i| timer.sleep(Duration::from_micros(50 * i)));
+                block_on(futures::future::join_all(batch));
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    while done.load(Ordering::SeqCst) < 3 {
+        thread::sleep(ms(1));
+    }
+    let child_timer = timer.clone();
+    fork(
+        move || {
+            // An insert earlier than the alarm arms it, then a stop shuts
+            // it: both would set the shared timerfd.
+            let mut soon = child_timer.sleep(Duration::from_nanos(1_500));
+            let _ = poll_once(&mut soon);
+            child_timer.stop();
+            drop(soon);
+            drop(child_timer);
+            true
+        },
+        || {},
+    )
+    .unwrap();
+    // The parent's sleeps go on.
+    let before = done.load(Ordering::SeqCst);
+    let start = Instant::now();
+    while done.load(Ordering::SeqCst) < before + 20 {
+        assert!(
+            start.elapsed() < LIMIT,
+            "the parent's timer stalled after the child's fork"
+        );
+        thread::sleep(ms(1));
+    }
+    stop.store(true, Ordering::SeqCst);
+    sleeper.join().unwrap();
+    assert!(!timer.is_stopped());
+}
+
+// ---- a thread paused inside the default timer's start at the fork ----
+
+/// Set in the fresh process that [`start_race_body`] runs in.
+const FRESH: &str = "HASHWHEEL_FORK_FRESH_PROCESS";
+
+/// A child forked while another thread of its parent was starting the
+/// default timer of `Delay` (the first `Delay::new` of the process) starts
+/// one of its own. Before the fix, the child's first `Delay::new` waited
+/// for ever on the `OnceLock` the other thread was initialising. Runs in a
+/// process of its own (this binary again, with one test), where no
+/// `Delay` was made before.
+#[test]
+fn a_child_forked_while_the_default_timer_starts_starts_its_own() {
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "start_race_body", "--test-threads=1"])
+        .env(FRESH, "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the fresh process failed: {status}");
+}
+
+/// Pauses the first thread (other than a driver's) that logs from the
+/// thread driver's start, until [`RESUME_START`].
+struct PauseInStart;
+
+static ARMED: AtomicBool = AtomicBool::new(true);
+static PAUSED_IN_START: AtomicBool = AtomicBool::new(false);
+static RESUME_START: AtomicBool = AtomicBool::new(false);
+
+impl tracing::Subscriber for PauseInStart {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let meta = event.metadata();
+        let starting = meta.module_path() == Some("hashwheel::thread_driver")
+            && *meta.level() == tracing::Level::DEBUG
+            && thread::current().name() != Some("hashwheel-timer");
+        // Atomics only: the child must not find anything of ours held.
+        if starting && ARMED.swap(false, Ordering::SeqCst) {
+            PAUSED_IN_START.store(true, Ordering::SeqCst);
+            while !RESUME_START.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn start_race_body() {
+    if std::env::var_os(FRESH).is_none() {
+        return; // run by the test above, in a process of its own
+    }
+    tracing::subscriber::set_global_default(PauseInStart).unwrap();
+    let starter = thread::spawn(|| {
+        let deadline = Instant::now() + ms(1);
+        assert!(completes(Delay::new(ms(1)), deadline));
+    });
+    wait_for(&PAUSED_IN_START);
+    fork(
+        || {
+            let deadline = Instant::now() + ms(5);
+            completes(Delay::new(ms(5)), deadline)
+        },
+        || RESUME_START.store(true, Ordering::SeqCst),
+    )
+    .unwrap();
+    starter.join().unwrap();
+}
