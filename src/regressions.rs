@@ -251,3 +251,61 @@ fn a_fired_timeout_reset_is_counted_before_its_lock_is_released() {
             assert_eq!(timer.pending(), 0);
         });
 }
+
+/// Issue 27 item 8: on a thread-driven timer a thread that finds a shard's
+/// lock taken spins and yields before it sleeps on it (in W12 busy the
+/// driver's batches put the runtime's workers to sleep there, with their
+/// queued tasks); a runtime's timer keeps `std`'s lock as it is. The
+/// contended path still takes the lock once it is released, poisoned or
+/// not. (What the spin is worth is measured by W12, not here.)
+#[cfg(feature = "thread")]
+#[test]
+fn a_thread_driven_timers_contended_shard_lock_is_taken_once_free_poisoned_or_not() {
+    use futures_util::FutureExt;
+    use std::sync::mpsc;
+
+    current_thread().block_on(async {
+        let timer = Timer::new();
+        assert!(!timer.shared.shards[0].spins_on_contention());
+    });
+    let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
+    let shard = &timer.shared.shards[0];
+    assert!(shard.spins_on_contention());
+    for poison in [false, true] {
+        if poison {
+            let poisoner = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let _guard = shard.lock();
+                    panic!("poisons the shard's lock");
+                })
+                .join()
+            });
+            assert!(poisoner.is_err());
+            drop(shard.lock());
+        }
+        let (held_tx, held_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let holder = s.spawn(move || {
+                let guard = shard.lock();
+                held_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                drop(guard);
+            });
+            held_rx.recv().unwrap();
+            let waiter = s.spawn(|| {
+                // Registers: takes the lock the holder keeps.
+                let mut t = timer.sleep(Duration::from_secs(3600));
+                assert!((&mut t).now_or_never().is_none());
+                timer.pending()
+            });
+            // Past the spins and yields: the waiter sleeps on the lock.
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!waiter.is_finished(), "took a lock that was held");
+            release_tx.send(()).unwrap();
+            holder.join().unwrap();
+            assert_eq!(waiter.join().unwrap(), 1, "registered once it got the lock");
+        });
+        assert_eq!(timer.pending(), 0, "dropped: cancelled");
+    }
+}

@@ -68,6 +68,17 @@ impl Alarm {
         }
     }
 
+    /// Whether this is a driver thread's alarm: the wheels turn on a thread
+    /// of their own, beside the threads that insert.
+    pub(crate) fn is_thread(&self) -> bool {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(_) => false,
+            #[cfg(feature = "thread")]
+            Alarm::Thread(_) => true,
+        }
+    }
+
     /// The runtime timer, for a timer driven by a runtime.
     #[cfg(feature = "tokio")]
     pub(crate) fn as_runtime(&self) -> Option<&RuntimeAlarm> {
