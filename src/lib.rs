@@ -128,7 +128,7 @@ pub use executor::TaskExecutor;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 pub use interval::{Interval, MissedTickBehavior};
 #[cfg(any(feature = "tokio", feature = "thread"))]
-pub use stats::Stats;
+pub use stats::{Lateness, Stats};
 #[cfg(any(feature = "tokio", feature = "thread"))]
 pub use task::TaskHandle;
 #[cfg(any(feature = "tokio", feature = "thread"))]

@@ -35,7 +35,7 @@ use crate::error::{Error, StopReason};
 use crate::live::LiveTimer;
 #[cfg(feature = "thread")]
 use crate::sleeper::Sleeper;
-use crate::stats::Stats;
+use crate::stats::{Lateness, Stats};
 use crate::ticks::Ticks;
 use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
 use crate::wheel::store::Sparse;
@@ -208,6 +208,10 @@ pub(crate) struct ShardState {
     pub(crate) tasks: Sparse<Arc<TaskInner>>,
     /// Counts kept under the lock, which the operation holds anyway.
     pub(crate) counts: Counts,
+    /// How late the driver fired this shard's entries (see
+    /// [`Stats::lateness`]): counted under the lock the turn holds, from
+    /// its one clock reading.
+    pub(crate) lateness: Lateness,
     /// Timeouts and tasks of this shard that fired or were cancelled under
     /// the lock (see [`Shard::pending`]).
     released: usize,
@@ -292,6 +296,7 @@ impl Shared {
                         beats: Sparse::new(),
                         tasks: Sparse::new(),
                         counts: Counts::default(),
+                        lateness: Lateness::new(),
                         released: 0,
                     }),
                     pending: AtomicUsize::new(0),
@@ -385,6 +390,7 @@ impl Shared {
             late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
             alarm_arms: self.common.alarm_arms.load(Ordering::Relaxed),
             longest_turn: Duration::from_nanos(self.common.longest_turn_ns.load(Ordering::Relaxed)),
+            lateness: Lateness::new(),
         };
         for shard in self.shards.iter() {
             let state = shard.lock();
@@ -392,6 +398,7 @@ impl Shared {
             if !stopped {
                 stats.pending += shard.pending_locked(&state);
             }
+            stats.lateness.merge(&state.lateness);
             drop(state);
             let unlocked = &shard.unlocked;
             stats.fired += counts.fired + unlocked.fired.load(Ordering::Relaxed);

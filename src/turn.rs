@@ -62,14 +62,18 @@ pub(crate) fn turn(
                     let due = |key, filed| {
                         deadlines.due(key, filed, beats, |beat| batch.push(Fired::Beat(beat)))
                     };
+                    // Lateness counts from the turn's one clock reading:
+                    // the wakes below follow within the turn.
                     let entry = match state.wheel.pop_expired_checked(now, due) {
                         None => break,
-                        Some(Popped::Rearmed) => {
+                        Some(Popped::Rearmed(tick)) => {
+                            state.lateness.record_us(now.saturating_sub(tick));
                             rearmed += 1;
                             continue;
                         }
                         Some(Popped::Expired(entry)) => entry,
                     };
+                    state.lateness.record_us(now.saturating_sub(entry.tick));
                     expired += 1;
                     if entry.detached {
                         if let Some(task) = state.tasks.remove(entry.key) {
