@@ -2,6 +2,11 @@
 //! it expired (wakers woken and callbacks handed on, outside every lock),
 //! and the containment of a panic in a turn.
 //!
+//! Each turn is a `trace` span, `hashwheel.turn` (the clock reading `now`
+//! in microseconds since the timer's start, how many entries it `expired`
+//! or re-armed, and how long it `took_us`): off unless a subscriber takes
+//! `trace`.
+//!
 //! The tokio driver (`driver.rs`) calls [`turn`] from its alarm's waker,
 //! inside the runtime's own timer processing; the thread driver
 //! (`thread_driver.rs`) from its own thread. Neither holds a lock here.
@@ -38,6 +43,18 @@ pub(crate) fn turn(
     now: u64,
     batch: &mut Vec<Fired>,
 ) -> (u64, usize) {
+    // One span per turn, for log pipelines and tokio-console-style tools
+    // to see stalls: disabled (a check of the callsite's interest, nothing
+    // more) unless a subscriber takes `trace`; the clock is read for its
+    // duration only then.
+    let span = tracing::trace_span!(
+        "hashwheel.turn",
+        now,
+        expired = tracing::field::Empty,
+        took_us = tracing::field::Empty,
+    );
+    let _entered = span.enter();
+    let started = (!span.is_disabled()).then(std::time::Instant::now);
     let mut next = u64::MAX;
     let mut total = 0;
     let mut spawned = 0;
@@ -103,6 +120,10 @@ pub(crate) fn turn(
         }
     }
     runner.turned(spawned);
+    if let Some(started) = started {
+        span.record("expired", total);
+        span.record("took_us", started.elapsed().as_micros() as u64);
+    }
     (next, total)
 }
 
