@@ -312,8 +312,19 @@ impl Lateness {
             .map(move |(i, &n)| (Duration::from_micros(bounds(i).1.min(max)), n))
     }
 
-    /// Adds `other`'s counts to these (the shards' histograms into one).
-    pub(crate) fn merge(&mut self, other: &Lateness) {
+    /// Adds `other`'s counts to these: histograms kept apart (one per
+    /// thread or task, say) into one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let (mut a, mut b) = (hashwheel::Lateness::new(), hashwheel::Lateness::new());
+    /// a.record(Duration::from_micros(10));
+    /// b.record(Duration::from_micros(20));
+    /// a.merge(&b);
+    /// assert_eq!((a.count(), a.max()), (2, Duration::from_micros(20)));
+    /// ```
+    pub fn merge(&mut self, other: &Lateness) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
         }
