@@ -167,17 +167,20 @@ pub(crate) fn turn(
                         deadlines.due(key, filed, beats, |beat| batch.push(Fired::Beat(beat)))
                     };
                     // Lateness counts from the turn's one clock reading:
-                    // the wakes below follow within the turn.
+                    // the wakes below follow within the turn. The wheel
+                    // hands out nothing due after `now` (never early); if
+                    // it did, the difference would wrap into the last
+                    // bucket, in plain sight, rather than count as 0.
                     let entry = match state.wheel.pop_expired_checked(now, due) {
                         None => break,
                         Some(Popped::Rearmed(tick)) => {
-                            state.lateness.record_us(now.saturating_sub(tick));
+                            state.lateness.record_us(now.wrapping_sub(tick));
                             rearmed += 1;
                             continue;
                         }
                         Some(Popped::Expired(entry)) => entry,
                     };
-                    state.lateness.record_us(now.saturating_sub(entry.tick));
+                    state.lateness.record_us(now.wrapping_sub(entry.tick));
                     expired += 1;
                     if entry.detached {
                         if let Some(task) = state.tasks.remove(entry.key) {
