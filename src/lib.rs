@@ -85,6 +85,8 @@ mod driver;
 mod error;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod executor;
+#[cfg(all(feature = "metrics", any(feature = "tokio", feature = "thread")))]
+mod export;
 #[cfg(all(test, feature = "tokio"))]
 mod hooks;
 #[cfg(feature = "hyper")]
@@ -127,10 +129,13 @@ pub use delay_queue::DelayQueue;
 pub use error::{Elapsed, Error};
 #[cfg(any(feature = "tokio", feature = "thread"))]
 pub use executor::TaskExecutor;
+#[cfg(all(feature = "metrics", any(feature = "tokio", feature = "thread")))]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use export::MetricsExporter;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 pub use interval::{Interval, MissedTickBehavior};
 #[cfg(any(feature = "tokio", feature = "thread"))]
-pub use stats::Stats;
+pub use stats::{Lateness, Stats};
 #[cfg(any(feature = "tokio", feature = "thread"))]
 pub use task::TaskHandle;
 #[cfg(any(feature = "tokio", feature = "thread"))]

@@ -3,6 +3,11 @@
 //! handed on, outside every lock), and the containment of a panic in a
 //! turn.
 //!
+//! Each driver turn ([`turn_once`]) is a `trace` span, `hashwheel.turn`
+//! (the clock reading `now` in microseconds since the timer's start, how
+//! many entries it `expired` or re-armed, and how long it `took_us`, the
+//! re-arm included): off unless a subscriber takes `trace`.
+//!
 //! The tokio driver (`driver.rs`) calls [`turn_once`] from its alarm's
 //! waker, inside the runtime's own timer processing; the thread driver
 //! (`thread_driver.rs`) from its own thread. Neither holds a lock here.
@@ -67,6 +72,16 @@ pub(crate) fn turn_once(
     crate::hooks::in_turn(common);
     let started = std::time::Instant::now();
     let now = common.now_tick();
+    // One span per turn, for log pipelines and tokio-console-style tools
+    // to see stalls: disabled (a check of the callsite's interest, nothing
+    // more) unless a subscriber takes `trace`.
+    let span = tracing::trace_span!(
+        "hashwheel.turn",
+        now,
+        expired = tracing::field::Empty,
+        took_us = tracing::field::Empty,
+    );
+    let _entered = span.enter();
     let armed = common.alarm.take_armed();
     common.planned.store(u64::MAX, Ordering::SeqCst);
     common.wakeups.fetch_add(1, Ordering::Relaxed);
@@ -92,7 +107,11 @@ pub(crate) fn turn_once(
     // tokio's. A tick over 1 ms is the knob that trades lateness for fewer
     // turns.
     let soonest = common.rearm(now, target);
-    common.note_turn(started);
+    let took = common.note_turn(started);
+    if !span.is_disabled() {
+        span.record("expired", expired);
+        span.record("took_us", took.as_micros() as u64);
+    }
     Turned { target, soonest }
 }
 
@@ -147,14 +166,21 @@ pub(crate) fn turn(
                     let due = |key, filed| {
                         deadlines.due(key, filed, beats, |beat| batch.push(Fired::Beat(beat)))
                     };
+                    // Lateness counts from the turn's one clock reading:
+                    // the wakes below follow within the turn. The wheel
+                    // hands out nothing due after `now` (never early); if
+                    // it did, the difference would wrap into the last
+                    // bucket, in plain sight, rather than count as 0.
                     let entry = match state.wheel.pop_expired_checked(now, due) {
                         None => break,
-                        Some(Popped::Rearmed) => {
+                        Some(Popped::Rearmed(tick)) => {
+                            state.lateness.record_us(now.wrapping_sub(tick));
                             rearmed += 1;
                             continue;
                         }
                         Some(Popped::Expired(entry)) => entry,
                     };
+                    state.lateness.record_us(now.wrapping_sub(entry.tick));
                     expired += 1;
                     if entry.detached {
                         if let Some(task) = state.tasks.remove(entry.key) {

@@ -137,3 +137,62 @@ async fn the_longest_driver_turn_is_kept_and_only_grows() {
     assert!(timer.stats().longest_turn >= first);
     assert!(timer.stats().driver_wakeups >= 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn lateness_counts_each_fire_from_its_deadline_to_the_turn() {
+    let timer = Timer::new();
+    assert_eq!(timer.stats().lateness.count(), 0);
+    // Fires on time (paused time: the runtime's timer rings at the
+    // millisecond itself).
+    timer.sleep(Duration::from_millis(10)).await;
+    let s = timer.stats();
+    assert_eq!((s.fired, s.lateness.count()), (1, 1));
+    assert_eq!(s.lateness.max(), Duration::ZERO, "{s:?}");
+    // 10.5 ms: the runtime's timer rings at its next whole millisecond,
+    // 500 µs after the deadline (the timer was built on a millisecond).
+    timer.sleep(Duration::from_micros(10_500)).await;
+    let late = timer.stats().lateness.since(&s.lateness);
+    assert_eq!(late.count(), 1);
+    assert_eq!(late.max(), Duration::from_micros(500), "{late:?}");
+    assert_eq!(late.quantile(0.5), Duration::from_micros(500));
+    assert_eq!(timer.stats().lateness.max(), Duration::from_micros(500));
+}
+
+#[tokio::test(start_paused = true)]
+async fn lateness_of_a_starved_driver_is_its_delay() {
+    let timer = Timer::new();
+    let mut t = task::spawn(timer.sleep(Duration::from_millis(10)));
+    assert_pending!(t.poll());
+    settle().await;
+    // The driver turns at 50 ms for a deadline at 10 ms.
+    tokio::time::advance(Duration::from_millis(50)).await;
+    settle().await;
+    assert_ready!(t.poll());
+    let late = timer.stats().lateness;
+    assert_eq!(late.count(), 1);
+    // 40,000 µs is in the bucket 39,936..=40,959: the maximum is exact.
+    assert_eq!(late.max(), Duration::from_millis(40), "{late:?}");
+    assert_eq!(late.quantile(0.99), Duration::from_millis(40));
+}
+
+#[tokio::test(start_paused = true)]
+async fn lateness_counts_interval_ticks_and_tasks_but_not_fires_on_the_spot() {
+    let timer = Timer::new();
+    let mut beat = timer.interval(Duration::from_millis(10));
+    // The first tick completes at once (on the spot), as tokio's does.
+    beat.tick().await;
+    for _ in 0..5 {
+        beat.tick().await;
+    }
+    let task = timer.schedule(Duration::from_millis(3), || {});
+    advance(Duration::from_millis(3)).await;
+    assert!(task.is_expired());
+    // Already due when created: completes on its first poll, no driver.
+    timer.sleep(Duration::ZERO).await;
+    let s = timer.stats();
+    // Five interval ticks and the task, through the driver; the zero
+    // sleep's fire is counted in `fired` only.
+    assert_eq!(s.lateness.count(), 6, "{s:?}");
+    assert_eq!(s.fired, 7, "{s:?}");
+    assert_eq!(s.lateness.max(), Duration::ZERO, "{s:?}");
+}

@@ -192,16 +192,29 @@ fn works_inside_a_tokio_runtime() {
                 let d = us(200 + 37 * i);
                 let start = Instant::now();
                 timer.sleep(d).await;
-                assert!(start.elapsed() >= d);
+                let took = start.elapsed();
+                assert!(took >= d);
+                took - d
             })
         })
         .collect();
-    rt.block_on(async {
+    let seen = rt.block_on(async {
+        let mut seen = hashwheel::Lateness::new();
         for t in tasks {
-            t.await.unwrap();
+            seen.record(t.await.unwrap());
         }
+        seen
     });
-    assert_eq!(timer.stats().fired, 100);
+    let stats = timer.stats();
+    assert_eq!(stats.fired, 100);
+    // The timer's lateness ends at the wake, before the task resumes: each
+    // is below what its task saw (both maxima are exact).
+    assert_eq!(stats.lateness.count(), 100);
+    assert!(
+        stats.lateness.max() <= seen.max(),
+        "timer {:?}, tasks {seen:?}",
+        stats.lateness
+    );
 }
 
 #[test]

@@ -109,3 +109,35 @@ fn too_many_thread_driven_timers_warn_once() {
     assert!(warned[0].contains("share clones"), "names the fix");
     drop(timers);
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_driver_turn_is_a_trace_span_with_what_it_expired_and_took() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let timer = Timer::new();
+    let mut due: Vec<_> = (0..3)
+        .map(|_| tokio_test::task::spawn(timer.sleep(Duration::from_millis(10))))
+        .collect();
+    for t in &mut due {
+        assert!(t.poll().is_pending());
+    }
+    advance(Duration::from_millis(10)).await;
+    let turns = capture.spans("hashwheel.turn");
+    let turn = turns
+        .iter()
+        .find(|f| f.get("expired").map(String::as_str) == Some("3"))
+        .unwrap_or_else(|| panic!("no turn expired the three: {turns:?}"));
+    assert_eq!(turn["now"], "10000", "{turn:?}");
+    assert!(turn["took_us"].parse::<u64>().is_ok(), "{turn:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_turn_span_is_off_below_trace() {
+    let capture = Capture::at_most(Level::DEBUG);
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let timer = Timer::new();
+    timer.sleep(Duration::from_millis(10)).await;
+    assert_eq!(timer.stats().lateness.count(), 1);
+    assert!(capture.has(Level::DEBUG, "hashwheel: driver started"));
+    assert!(capture.spans("hashwheel.turn").is_empty());
+}

@@ -107,7 +107,8 @@ pub(crate) enum Due {
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) enum Popped<T> {
     Expired(Expired<T>),
-    Rearmed,
+    /// An owned entry fired and was re-armed; its deadline was this tick.
+    Rearmed(u64),
 }
 
 /// An entry that [`Wheel::pop_expired`] took out of the wheel.
@@ -116,6 +117,8 @@ pub(crate) enum Popped<T> {
 pub(crate) struct Expired<T> {
     pub(crate) key: Key,
     pub(crate) detached: bool,
+    /// The tick it was filed at: its deadline, for an entry that came due.
+    pub(crate) tick: u64,
     /// The value: moved out of a detached entry (which is removed), taken
     /// with [`Default`] from an owned one (which stays, marked fired).
     pub(crate) value: T,
@@ -968,7 +971,7 @@ impl<T: Default> Wheel<T> {
                 self.entry_mut(key).set_tick(tick);
                 self.link(key, tick);
                 if rearmed {
-                    return Some(Popped::Rearmed);
+                    return Some(Popped::Rearmed(filed));
                 }
                 continue;
             }
@@ -979,11 +982,13 @@ impl<T: Default> Wheel<T> {
     fn expire(&mut self, key: Key) -> Expired<T> {
         self.unlink(key);
         let entry = self.entry_mut(key);
+        let tick = entry.tick();
         if entry.is_detached() {
             let value = self.entries.remove(key).value;
             Expired {
                 key,
                 detached: true,
+                tick,
                 value,
             }
         } else {
@@ -991,6 +996,7 @@ impl<T: Default> Wheel<T> {
             Expired {
                 key,
                 detached: false,
+                tick,
                 value: std::mem::take(&mut entry.value),
             }
         }
@@ -1002,10 +1008,12 @@ impl<T: Default> Wheel<T> {
         while let Some(key) = self.any_linked() {
             self.unlink(key);
             let entry = self.entry_mut(key);
+            let tick = entry.tick();
             let expired = if entry.is_detached() {
                 Expired {
                     key,
                     detached: true,
+                    tick,
                     value: self.entries.remove(key).value,
                 }
             } else {
@@ -1013,6 +1021,7 @@ impl<T: Default> Wheel<T> {
                 Expired {
                     key,
                     detached: false,
+                    tick,
                     value: std::mem::take(&mut entry.value),
                 }
             };

@@ -81,3 +81,60 @@ pub fn percentile(sorted: &[i64], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i] as f64 / 1000.0
 }
+
+/// A future that notes when its waker was last woken: the instant the
+/// timer woke it, before the runtime schedules the task again (what
+/// `Stats::lateness` measures, checked against it in W4 and W12).
+pub struct WakeStamped<F> {
+    inner: Pin<Box<F>>,
+    woken: std::sync::Arc<std::sync::Mutex<Option<std::time::Instant>>>,
+}
+
+struct StampWaker {
+    inner: std::task::Waker,
+    woken: std::sync::Arc<std::sync::Mutex<Option<std::time::Instant>>>,
+}
+
+impl std::task::Wake for StampWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        *self.woken.lock().unwrap() = Some(std::time::Instant::now());
+        self.inner.wake_by_ref();
+    }
+}
+
+impl<F: Future> WakeStamped<F> {
+    pub fn new(fut: F) -> WakeStamped<F> {
+        WakeStamped {
+            inner: Box::pin(fut),
+            woken: Default::default(),
+        }
+    }
+
+    /// The instant of the last wake, if any.
+    pub fn woken(&self) -> Option<std::time::Instant> {
+        *self.woken.lock().unwrap()
+    }
+}
+
+impl<F: Future> Future for WakeStamped<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> std::task::Poll<F::Output> {
+        let waker = std::task::Waker::from(std::sync::Arc::new(StampWaker {
+            inner: cx.waker().clone(),
+            woken: self.woken.clone(),
+        }));
+        self.inner.as_mut().poll(&mut Context::from_waker(&waker))
+    }
+}
+
+/// p50 and p99 of a sorted list of lateness values, in µs.
+pub fn p50_p99(sorted_us: &[f64]) -> (f64, f64) {
+    if sorted_us.is_empty() {
+        return (0.0, 0.0);
+    }
+    let at = |q: f64| sorted_us[((sorted_us.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99))
+}

@@ -10,7 +10,7 @@ use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
 use crate::child::{ALT_NOTE, ALT_TIMER};
-use crate::common::{percentile, two_workers};
+use crate::common::{p50_p99, percentile, two_workers, WakeStamped};
 use crate::config::Config;
 use crate::report::{lines, Line, Row};
 
@@ -45,6 +45,55 @@ fn w4_run(
     })
 }
 
+/// W4 on hashwheel once more, each sleep wrapped in a waker that notes
+/// when it was woken: prints the timer's own lateness (`Stats::lateness`)
+/// beside the lateness at the wake and the task's, p50 / p99 in µs. They
+/// should agree within a bucket (1/32) at the wake; the task's adds the
+/// runtime's scheduling delay.
+fn w4_check(cfg: &Config) {
+    let rt = two_workers();
+    let timer = rt.block_on(async { Timer::new() });
+    let before = timer.stats().lateness;
+    let (mut wake, mut task) = rt.block_on(async {
+        let base = Instant::now() + Duration::from_millis(300);
+        let handles: Vec<_> = (0..cfg.w4_tasks)
+            .map(|i| {
+                let deadline = base + Duration::from_secs(1) * i as u32 / cfg.w4_tasks as u32;
+                let mut fut = WakeStamped::new(timer.sleep_until(deadline));
+                tokio::spawn(async move {
+                    (&mut fut).await;
+                    let resumed = Instant::now().into_std();
+                    let deadline = deadline.into_std();
+                    let us = |t: std::time::Instant| {
+                        t.saturating_duration_since(deadline).as_secs_f64() * 1e6
+                    };
+                    (fut.woken().map_or(f64::NAN, us), us(resumed))
+                })
+            })
+            .collect();
+        let (mut wake, mut task) = (Vec::new(), Vec::new());
+        for h in handles {
+            let (w, t) = h.await.unwrap();
+            wake.push(w);
+            task.push(t);
+        }
+        (wake, task)
+    });
+    let ours = timer.stats().lateness.since(&before);
+    wake.sort_by(f64::total_cmp);
+    task.sort_by(f64::total_cmp);
+    let (w50, w99) = p50_p99(&wake);
+    let (t50, t99) = p50_p99(&task);
+    let q = |q: f64| ours.quantile(q).as_secs_f64() * 1e6;
+    eprintln!(
+        "W4 check: lateness p50 / p99 µs: timer's own (Stats::lateness, {} fires) {:.0} / {:.0}, \
+         at the wake (stamped waker) {w50:.0} / {w99:.0}, task-side {t50:.0} / {t99:.0}",
+        ours.count(),
+        q(0.5),
+        q(0.99),
+    );
+}
+
 /// W4's rows (hashwheel against `tokio::time`) and lines (tokio's
 /// alternative timer, when the bench is built with `--cfg tokio_unstable`).
 pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
@@ -57,6 +106,7 @@ pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
         Box::pin(tokio::time::sleep_until(d))
     });
     let alt = alt_timer(cfg);
+    w4_check(cfg);
     let early = |late: &[i64]| late.iter().filter(|&&l| l < 0).count();
     assert_eq!(early(&ours), 0, "hashwheel fired early");
     let row = |figure: &str, p: f64| {

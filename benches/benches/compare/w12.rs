@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use hashwheel::Timer;
 
 use crate::child::{self, flavour_name, get, need, ALT_NOTE, ALT_TIMER};
-use crate::common::{cpu_time, Rng};
+use crate::common::{cpu_time, p50_p99, Rng, WakeStamped};
 use crate::config::Config;
 use crate::report::{lines, Line};
 
@@ -77,12 +77,15 @@ async fn sleep(which: &str, d: Duration, timer: &Option<Timer>) {
 }
 
 /// One task's sleeps: `count` of them, or as many as begin before `end`.
+/// With `stamps`, also the lateness at the wake of each sleep (its waker's
+/// instant less the deadline, ns), which `Stats::lateness` measures.
 async fn sleeper(
     which: String,
     seed: u64,
     count: usize,
     end: Option<Instant>,
     timer: Option<Timer>,
+    mut stamps: Option<&mut Vec<i64>>,
 ) -> Vec<i64> {
     let mut rng = Rng(seed);
     let mut late = Vec::with_capacity(count.min(1 << 16));
@@ -92,7 +95,15 @@ async fn sleeper(
         }
         let d = rng.short_sleep();
         let start = Instant::now();
-        sleep(&which, d, &timer).await;
+        if let Some(stamps) = stamps.as_deref_mut() {
+            let mut fut = WakeStamped::new(sleep(&which, d, &timer));
+            (&mut fut).await;
+            if let Some(woken) = fut.woken() {
+                stamps.push(woken.saturating_duration_since(start + d).as_nanos() as i64);
+            }
+        } else {
+            sleep(&which, d, &timer).await;
+        }
         late.push(lateness(start, d));
     }
     late
@@ -148,6 +159,7 @@ pub fn child(_cfg: &Config) {
         (1, count)
     };
     let window = Duration::from_secs_f64(secs);
+    let mut stamped: Vec<(&str, f64)> = Vec::new();
     let (late, cpu): (Vec<Vec<i64>>, Duration) = if which == "std" {
         let cpu0 = cpu_time();
         let end = busy.then(|| Instant::now() + window);
@@ -169,7 +181,39 @@ pub fn child(_cfg: &Config) {
         let timer = timer_for(&which, &rt);
         // Warm up: a few sleeps through the contender (helper threads
         // started, the runtime's timer set up).
-        rt.block_on(sleeper(which.clone(), 7, 20, None, timer.clone()));
+        rt.block_on(sleeper(which.clone(), 7, 20, None, timer.clone(), None));
+        if !busy && timer.is_some() {
+            // The timer's own lateness (`Stats::lateness`) beside the
+            // lateness at the wake (a stamping waker) and the task's, in
+            // a run of its own: the stamps cost an allocation per poll.
+            let timer = timer.clone().expect("timer");
+            let before = timer.stats().lateness;
+            let mut stamps = Vec::with_capacity(count);
+            let seen = rt.block_on(sleeper(
+                which.clone(),
+                seed(0),
+                count,
+                None,
+                Some(timer.clone()),
+                Some(&mut stamps),
+            ));
+            let ours = timer.stats().lateness.since(&before);
+            let us = |mut v: Vec<i64>| {
+                v.sort_unstable();
+                v.into_iter().map(|ns| ns as f64 / 1e3).collect::<Vec<_>>()
+            };
+            let (w50, w99) = p50_p99(&us(stamps));
+            let (t50, t99) = p50_p99(&us(seen));
+            let q = |q: f64| ours.quantile(q).as_secs_f64() * 1e6;
+            stamped = vec![
+                ("timer_p50_us", q(0.5)),
+                ("timer_p99_us", q(0.99)),
+                ("wake_p50_us", w50),
+                ("wake_p99_us", w99),
+                ("task_p50_us", t50),
+                ("task_p99_us", t99),
+            ];
+        }
         let cpu0 = cpu_time();
         let end = busy.then(|| Instant::now() + window);
         let late = rt.block_on(async {
@@ -181,6 +225,7 @@ pub fn child(_cfg: &Config) {
                         per_task,
                         end,
                         timer.clone(),
+                        None,
                     ))
                 })
                 .collect();
@@ -196,14 +241,16 @@ pub fn child(_cfg: &Config) {
     all.sort_unstable();
     let n = all.len();
     let p = |q: f64| all[((n - 1) as f64 * q).round() as usize] as f64 / 1e3;
-    child::report(&[
+    let mut figures = vec![
         ("count", n as f64),
         ("min_us", p(0.0)),
         ("p50_us", p(0.5)),
         ("p99_us", p(0.99)),
         ("max_us", p(1.0)),
         ("cpu_ns_sleep", cpu.as_nanos() as f64 / n as f64),
-    ]);
+    ];
+    figures.extend(stamped);
+    child::report(&figures);
 }
 
 pub fn w12(cfg: &Config) -> Vec<Line> {
@@ -249,6 +296,22 @@ pub fn w12(cfg: &Config) -> Vec<Line> {
                     get(&figures, "min_us"),
                     get(&figures, "count")
                 );
+                if figures.iter().any(|(k, _)| k == "timer_p50_us") {
+                    let f = |k: &str| get(&figures, k);
+                    // `Stats::lateness` ends at the wake; the task resumes
+                    // after the runtime schedules it.
+                    eprintln!(
+                        "W12 {mode} {flavour}: {which}: lateness p50 / p99 µs: timer's own \
+                         (Stats::lateness) {:.0} / {:.0}, at the wake (stamped waker) \
+                         {:.0} / {:.0}, task-side {:.0} / {:.0}",
+                        f("timer_p50_us"),
+                        f("timer_p99_us"),
+                        f("wake_p50_us"),
+                        f("wake_p99_us"),
+                        f("task_p50_us"),
+                        f("task_p99_us"),
+                    );
+                }
                 // hashwheel never wakes early (the rivals are only reported).
                 let ours = which.starts_with("timer") || *which == "delay";
                 assert!(

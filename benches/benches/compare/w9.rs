@@ -215,9 +215,21 @@ pub fn w9_child(which: &str, cfg: &Config) {
     std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
     let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
     let wake0 = timer.as_ref().map_or(0, Timer::driver_wakeups);
+    // The timer's own lateness over the window (deadline to wake), beside
+    // the tasks' (`tick()` returns); two `stats()` calls, outside the
+    // measured CPU.
+    let lateness0 = timer.as_ref().map(|t| t.stats().lateness);
     std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
     let (cpu1, csw1, wall) = (cpu_time(), rusage_switches(), wall0.elapsed());
     let wake1 = timer.as_ref().map_or(0, Timer::driver_wakeups);
+    let ours = timer
+        .as_ref()
+        .zip(lateness0)
+        .map(|(t, before)| t.stats().lateness.since(&before));
+    let timer_us = |q: f64| {
+        ours.as_ref()
+            .map_or(0.0, |l| l.quantile(q).as_secs_f64() * 1e6)
+    };
     let rss = rss_bytes();
     // Let heartbeats due just before the window's end come in (late ones
     // are recorded when they return).
@@ -226,7 +238,7 @@ pub fn w9_child(which: &str, cfg: &Config) {
     let secs = wall.as_secs_f64();
     println!(
         "W9CHILD cpu_ms_s={:.3} csw_s={:.1} wake_s={:.1} rss={} rss_base={} count={} \
-         min_us={} p50_us={} p99_us={} max_us={}",
+         min_us={} p50_us={} p99_us={} max_us={} timer_p50_us={} timer_p99_us={}",
         (cpu1 - cpu0).as_secs_f64() * 1000.0 / secs,
         (csw1 - csw0) as f64 / secs,
         (wake1 - wake0) as f64 / secs,
@@ -237,6 +249,8 @@ pub fn w9_child(which: &str, cfg: &Config) {
         p50,
         p99,
         max,
+        timer_us(0.5),
+        timer_us(0.99),
     );
     // Tearing 100,000 tasks down is no part of the figures.
     std::process::exit(0);
@@ -290,6 +304,16 @@ pub fn w9(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
         }
     }
     assert!(get(&ours, "min_us") >= 0.0, "hashwheel heartbeat early");
+    // The gap between the two is the runtime's scheduling delay after the
+    // wake (and the `select!` of the connection's task).
+    eprintln!(
+        "W9 hashwheel heartbeat lateness p50 / p99 µs: timer's own (Stats::lateness) \
+         {:.0} / {:.0}, task-side (tick() returns) {:.0} / {:.0}",
+        get(&ours, "timer_p50_us"),
+        get(&ours, "timer_p99_us"),
+        get(&ours, "p50_us"),
+        get(&ours, "p99_us"),
+    );
     let label = format!("heartbeat storm ({n} conns, {} workers)", cfg.w9_workers);
     let row = |figure: &str, k: &str, scale: f64, places: usize| {
         Row::new("W9", format!("{label}: {figure}"), get(&ours, k) * scale)
