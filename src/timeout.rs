@@ -529,9 +529,8 @@ impl Future for Timeout {
                 let mut fresh = None;
                 loop {
                     let mut state = this.shard.lock();
-                    let done = match state.wheel.state(key) {
-                        State::Pending => {
-                            let slot = state.wheel.value_mut(key);
+                    let done = match state.wheel.pending_value_mut(key) {
+                        Ok(slot) => {
                             if slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                                 return Poll::Pending;
                             }
@@ -545,8 +544,8 @@ impl Future for Timeout {
                             drop(old);
                             return Poll::Pending;
                         }
-                        State::Fired => FIRED,
-                        State::Cancelled => CANCELLED,
+                        Err(State::Fired) => FIRED,
+                        Err(_) => CANCELLED,
                     };
                     let tick = this.registered_tick(|| state.wheel.tick(key));
                     let (_, waker) = state.wheel.remove(key);

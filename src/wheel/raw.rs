@@ -365,10 +365,16 @@ impl<T> Wheel<T> {
         self.entry(key).tick()
     }
 
-    /// The value of the entry at `key`.
+    /// The value of the pending entry at `key`, or the state of one that is
+    /// not pending, with one look-up (a timeout polled while it waits).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
-        &mut self.entry_mut(key).value
+    #[inline]
+    pub(crate) fn pending_value_mut(&mut self, key: Key) -> Result<&mut T, State> {
+        let entry = self.entry_mut(key);
+        match entry.state() {
+            State::Pending => Ok(&mut entry.value),
+            state => Err(state),
+        }
     }
 
     /// The value at `key`, if the store holds one there.
@@ -835,6 +841,13 @@ impl<T> Wheel<T> {
     /// Pushes `key` at the head of `list`.
     #[inline]
     fn push(&mut self, list: List, key: Key) {
+        self.push_at(list, key, None);
+    }
+
+    /// [`push`](Self::push), setting the entry's tick to `tick` if given
+    /// (with the same look-up of the entry).
+    #[inline]
+    fn push_at(&mut self, list: List, key: Key, tick: Option<u64>) {
         let (head, occupied, i) = match list {
             List::Bucket(i) => (
                 &mut self.buckets.heads[i],
@@ -857,6 +870,9 @@ impl<T> Wheel<T> {
             self.entry_mut(old).prev = key;
         }
         let entry = self.entry_mut(key);
+        if let Some(tick) = tick {
+            entry.set_tick(tick);
+        }
         entry.next = old;
         entry.prev = NIL;
     }
@@ -964,9 +980,7 @@ impl<T: Default> Wheel<T> {
                     Due::Rearm(tick) => (tick, true),
                 };
                 debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
-                self.unlink(key);
-                self.entry_mut(key).set_tick(tick);
-                self.link(key, tick);
+                self.refile(key, tick);
                 if rearmed {
                     return Some(Popped::Rearmed);
                 }
@@ -974,6 +988,20 @@ impl<T: Default> Wheel<T> {
             }
             return Some(Popped::Expired(self.expire(key)));
         }
+    }
+
+    /// Moves the linked entry `key` to the head of the list for `tick`:
+    /// [`unlink`](Self::unlink), a new tick and [`link`](Self::link), with
+    /// one look-up of the entry for its links and one for its new ones (the
+    /// heartbeat path: every interval's tick comes through here).
+    #[inline]
+    fn refile(&mut self, key: Key, tick: u64) {
+        let entry = self.entry(key);
+        let (prev, next, old) = (entry.prev, entry.next, entry.tick());
+        self.unlink_links(key, prev, next, old);
+        self.linked += 1;
+        let list = self.list_for(tick);
+        self.push_at(list, key, Some(tick));
     }
 
     fn expire(&mut self, key: Key) -> Expired<T> {
