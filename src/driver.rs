@@ -1,7 +1,7 @@
 //! The driver: it reads the clock, turns the wheels and wakes what expired,
 //! outside the locks.
 //!
-//! It is no task. Its alarm is a runtime `Sleep` (in [`Common::alarm`])
+//! It is no task. Its alarm is a runtime `Sleep` (`alarm/runtime.rs`)
 //! polled with the driver's own waker, so the runtime's timer calls the
 //! driver while it processes its own timers, and the wakes the driver makes
 //! there are batched by the runtime exactly like those of `tokio::time`: no
@@ -10,7 +10,7 @@
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
 //! it earlier itself (see [`Common::note_deadline`]). A second, spare
 //! runtime timer one millisecond after the alarm keeps that re-arm from
-//! unparking the runtime's driver (see [`Common::arm`]).
+//! unparking the runtime's driver (see `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's
 //! [`TaskExecutor`](crate::TaskExecutor) (see `executor.rs`): spawned as
@@ -22,71 +22,47 @@
 //!
 //! # Why no wake-up is lost
 //!
-//! Turns never overlap: [`Common::turn_state`] lets one caller turn and
-//! makes any wake that comes meanwhile turn once more. Before a turn the
-//! driver sets `planned` to `u64::MAX`, so every insert from then on lowers
-//! it. After turning, it lowers `planned` to the earliest work it found
-//! (`fetch_min`, so an insert it missed is kept), arms the alarm for the
-//! result, and marks itself idle; then it arms again if an insert lowered
-//! `planned` after that (such an insert saw the turn and left the arming to
-//! it). An alarm whose tick has already passed completes at once and turns
-//! again.
+//! See `turn.rs`, which both drivers share. Here, besides: a wake that comes
+//! while a turn runs (the alarm rang again, or an insert already due armed
+//! it) marks the turn [`AGAIN`], and the turner turns once more.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
-use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
+use crate::alarm::runtime::rung_while_arming;
 use crate::error::StopReason;
 use crate::executor::{TaskExecutor, TaskRunner};
-use crate::live::LiveTimer;
-use crate::shard::{
-    far_future, lock, panic_message, rung_while_arming, stop, Alarm, Common, Shard, Shared, AGAIN,
-    IDLE, TURNING,
-};
+use crate::shard::{panic_message, stop, Common, Shard, Shared, IDLE, TURNING};
 use crate::turn::{self, Fired, BATCH};
 
-/// Driver lag past which a catch-up is reported with `warn!` rather than
-/// `debug!`.
-const LAG_WARN: Duration = Duration::from_millis(100);
+/// [`Common::turn_state`]: a turn runs, and another was asked for
+/// meanwhile.
+const AGAIN: u8 = 2;
 
 /// Starts the driver of `shared` on `handle`: creates its alarm and spawns
 /// its guard task. Due callbacks go to `executor`. The runtime must have a
 /// time driver (checked by [`Builder::build`](crate::Builder::build)).
 pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let (common, shards) = shared.driver_parts();
-    let (sleep, spare) = {
-        let _entered = handle.enter();
-        let never =
-            tokio::time::Instant::from_std(far_future(tokio::time::Instant::now().into_std()));
-        (
-            Box::pin(tokio::time::sleep_until(never)),
-            Box::pin(tokio::time::sleep_until(never)),
-        )
+    let Some(alarm) = common.alarm.as_runtime() else {
+        unreachable!("a timer driven by a runtime has a runtime alarm");
     };
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
-        lag_warn_ticks: (LAG_WARN.as_micros() as u64) / common.tick_us,
         runner: executor.bind(handle.clone()),
     });
-    *lock(&common.alarm) = Some(Alarm {
-        sleep,
-        spare,
-        waker: Waker::from(driver),
-        handle: handle.clone(),
-        armed: u64::MAX,
-        _live: LiveTimer::new(handle.id()),
-    });
+    alarm.start(handle, Waker::from(driver));
     // The guard exists from here on, not from the task's first poll: a
     // runtime may shut down before it ever polls the task.
     let guard = StopOnDrop(Arc::downgrade(&common), shards);
-    handle.spawn(wait(guard, common.ended.clone()));
+    handle.spawn(wait(guard, alarm.ended()));
     tracing::debug!(shards = shared.shards.len(), "hashwheel: driver started");
 }
 
@@ -102,7 +78,6 @@ async fn wait(guard: StopOnDrop, ended: Arc<Notify>) {
 struct Driver {
     common: Weak<Common>,
     shards: Box<[Weak<Shard>]>,
-    lag_warn_ticks: u64,
     /// Where due callbacks run.
     runner: TaskRunner,
 }
@@ -159,17 +134,13 @@ impl Driver {
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 return;
             }
-            let target = self.turn_once(common, batch);
+            let turned = turn::turn_once(common, &self.shards, &self.runner, batch);
             if common
                 .turn_state
                 .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
-                // An insert that saw the turn left the arming to us.
-                let planned = common.planned.load(Ordering::SeqCst);
-                if planned < target {
-                    common.arm(planned, false);
-                }
+                turn::after_turn(common, turned);
                 return;
             }
             // Asked to turn again while turning.
@@ -181,51 +152,6 @@ impl Driver {
     fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
         turn::contain_panic(common, &self.shards, &self.runner, batch, panic);
         common.turn_state.store(IDLE, Ordering::SeqCst);
-    }
-
-    /// One turn: expires what is due, re-arms the alarm. Returns the tick it
-    /// armed for.
-    fn turn_once(&self, common: &Common, batch: &mut Vec<Fired>) -> u64 {
-        #[cfg(test)]
-        crate::hooks::in_turn(common);
-        let started = std::time::Instant::now();
-        let now = common.now_tick();
-        let armed = {
-            let mut alarm = lock(&common.alarm);
-            alarm
-                .as_mut()
-                .map_or(u64::MAX, |a| std::mem::replace(&mut a.armed, u64::MAX))
-        };
-        common.planned.store(u64::MAX, Ordering::SeqCst);
-        common.wakeups.fetch_add(1, Ordering::Relaxed);
-        if armed != u64::MAX && now > armed {
-            let late_ticks = (now - armed) / common.tick_us;
-            common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
-            if late_ticks > self.lag_warn_ticks {
-                tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
-            } else if late_ticks > 1 {
-                tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
-            }
-        }
-        let (next, expired) = turn::turn(common, &self.shards, &self.runner, now, batch);
-        let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
-        tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
-        // The alarm rings at the next deadline itself, under load too: the
-        // runtime's timer rounds it up to its millisecond (and a tick over
-        // 1 ms batches on its own grid, see `Common::alarm_instant`).
-        // Batching under load (after a turn that expired 32 timeouts or
-        // more, the next no sooner than half a tick later) saved 10-20% of
-        // the CPU on W9 but skipped a runtime millisecond whenever a turn
-        // ran more than half a tick late, which put the p99 lateness of W4
-        // and W9 0.2-1 ms behind tokio's. Without it p50 and p99 are well
-        // below tokio's. The re-arm from inside the runtime's timer
-        // processing used to unpark the runtime's driver on every turn (an
-        // eventfd write); the alarm's spare timer prevents that (see
-        // `Common::arm`). A tick over 1 ms is the knob that trades lateness
-        // for fewer turns.
-        common.arm(target, true);
-        common.note_turn(started);
-        target
     }
 }
 

@@ -70,6 +70,10 @@ wheel alone is [`wheel::Wheel`]."
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(any(feature = "tokio", feature = "thread"))]
+mod alarm;
+#[cfg(any(feature = "tokio", feature = "thread"))]
+mod clock;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod deadlines;
 #[cfg(feature = "thread")]
 mod delay;
@@ -93,8 +97,6 @@ mod live;
 mod regressions;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod shard;
-#[cfg(feature = "thread")]
-mod sleeper;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod stats;
 #[cfg(any(feature = "tokio", feature = "thread"))]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::hooks;
-use crate::shard::{lock, Shared};
+use crate::shard::Shared;
 use crate::{TaskExecutor, TaskHandle, Timer};
 
 fn on_schedule_insert(hook: impl Fn(&Arc<Shared>) + 'static) {
@@ -65,7 +65,7 @@ fn a_turn_between_a_schedules_insert_and_its_return_runs_the_task_once() {
             while std::time::Instant::now() < due {
                 std::hint::spin_loop();
             }
-            let waker = lock(&shared.common.alarm).as_ref().unwrap().waker.clone();
+            let waker = shared.common.alarm.as_runtime().unwrap().waker().unwrap();
             waker.wake();
         });
         let ran = Arc::new(AtomicBool::new(false));

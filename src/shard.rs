@@ -7,39 +7,20 @@
 //! modules, so imports run one way, down.
 
 use std::any::Any;
-#[cfg(feature = "tokio")]
-use std::cell::Cell;
-#[cfg(feature = "tokio")]
-use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-#[cfg(feature = "tokio")]
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-#[cfg(feature = "tokio")]
-use std::task::Context;
 use std::task::Waker;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use std::time::Instant;
-#[cfg(feature = "tokio")]
-use tokio::runtime::Handle;
-#[cfg(feature = "tokio")]
-use tokio::sync::Notify;
-
-#[cfg(feature = "tokio")]
-use tokio::time::Sleep;
-
+use crate::alarm::Alarm;
+use crate::clock::Clock;
 use crate::error::{Error, StopReason};
-#[cfg(feature = "tokio")]
-use crate::live::LiveTimer;
-#[cfg(feature = "thread")]
-use crate::sleeper::Sleeper;
 use crate::stats::Stats;
-use crate::ticks::Ticks;
 use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
 use crate::wheel::store::Sparse;
 
+pub(crate) use crate::clock::{far_future, UNIT_NS};
 pub(crate) use crate::deadlines::{Beat, Deadlines, STALLED, UNTAKEN};
 
 /// The state shared by [`Timer`]s and scheduled tasks: the shards and what
@@ -56,36 +37,17 @@ pub(crate) struct Shared {
 /// signal, the stop flag and the timer-wide counters. It holds no shard, so
 /// shards can point at it without a cycle.
 pub(crate) struct Common {
-    start: Instant,
-    /// Whether the clock is tokio's (`tokio::time::Instant::now`, which
-    /// paused time moves) rather than std's: a timer driven by a runtime
-    /// reads the runtime's clock, a thread-driven one the real clock.
-    #[cfg(feature = "tokio")]
-    tokio_clock: bool,
-    /// The thread driver's alarm, for a thread-driven timer (see
-    /// `thread_driver`); `None` for one driven by a runtime.
-    #[cfg(feature = "thread")]
-    pub(crate) sleeper: Option<Arc<Sleeper>>,
-    /// Converts durations to the wheel's time unit, the microsecond
-    /// ([`UNIT_NS`]): deadlines keep that resolution, so the timer adds no
-    /// rounding of its own to the runtime's 1 ms.
-    pub(crate) ticks: Ticks,
-    /// The tick in microseconds: the width of a bucket and, above 1 ms, the
-    /// grid the alarm rings on (batching).
-    pub(crate) tick_us: u64,
+    /// The timer's clock, and its ticks.
+    pub(crate) clock: Clock,
+    /// The driver's alarm (see `alarm`): a runtime timer, or the driver
+    /// thread's sleeper.
+    pub(crate) alarm: Alarm,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
     pub(crate) planned: AtomicU64,
-    /// The driver's alarm: a runtime timer armed for `planned`. `None`
-    /// before the driver starts and once the timer is stopped.
-    #[cfg(feature = "tokio")]
-    pub(crate) alarm: Mutex<Option<Alarm>>,
-    /// Whether the wheels are being turned: [`IDLE`], [`TURNING`], or
-    /// [`AGAIN`] (turning, and asked to turn once more).
+    /// Whether the wheels are being turned: [`IDLE`], [`TURNING`], or a
+    /// driver's own state of a turn (the runtime driver's `AGAIN`).
     pub(crate) turn_state: AtomicU8,
-    /// Ends the driver's guard task once the timer is stopped or gone.
-    #[cfg(feature = "tokio")]
-    pub(crate) ended: Arc<Notify>,
     /// `RUNNING`, or why the timer stopped (see [`Common::stop_reason`]).
     stopped: AtomicU8,
     max_pending: Option<usize>,
@@ -110,74 +72,6 @@ pub(crate) struct Common {
 pub(crate) const IDLE: u8 = 0;
 /// A turn runs.
 pub(crate) const TURNING: u8 = 1;
-/// A turn runs, and another was asked for meanwhile.
-#[cfg(feature = "tokio")]
-pub(crate) const AGAIN: u8 = 2;
-
-/// The driver's alarm: a runtime timer and the waker it calls.
-#[cfg(feature = "tokio")]
-pub(crate) struct Alarm {
-    pub(crate) sleep: Pin<Box<Sleep>>,
-    /// A second runtime timer, registered one runtime millisecond after the
-    /// alarm whenever the driver re-arms it after a turn, and never polled:
-    /// it wakes nothing. It only keeps the runtime's next wake-up at or
-    /// before the driver's next re-arm (see [`Common::arm`]).
-    pub(crate) spare: Pin<Box<Sleep>>,
-    /// Turns the wheels (see `driver`).
-    pub(crate) waker: Waker,
-    /// The runtime the alarm rings on.
-    pub(crate) handle: Handle,
-    /// The tick the alarm is armed for; `u64::MAX` when disarmed.
-    pub(crate) armed: u64,
-    /// Counts the timer among its runtime's live ones while the alarm
-    /// exists: until the timer stops or its last handle goes.
-    pub(crate) _live: LiveTimer,
-}
-
-/// How far after the alarm the spare is registered: the runtime's timer
-/// resolution (see [`Alarm::spare`]).
-#[cfg(feature = "tokio")]
-const SPARE_AFTER: Duration = Duration::from_millis(1);
-
-#[cfg(feature = "tokio")]
-thread_local! {
-    /// Set while this thread resets or polls an alarm under its lock.
-    static ARMING: Cell<bool> = const { Cell::new(false) };
-    /// Whether the alarm rang while this thread was arming it.
-    static RUNG: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `arm` (a reset and poll of the alarm, under its lock); returns
-/// whether the alarm is due, by `arm`'s result or because the runtime woke
-/// it from inside (a deadline already past).
-#[cfg(feature = "tokio")]
-fn arming(arm: impl FnOnce() -> bool) -> bool {
-    ARMING.with(|a| a.set(true));
-    let ready = arm();
-    ARMING.with(|a| a.set(false));
-    RUNG.with(|r| r.replace(false)) || ready
-}
-
-/// Called by the driver's waker: if this thread is arming the alarm (and
-/// holds its lock), records the wake for [`arming`] and returns `true`; the
-/// driver must then not turn here.
-#[cfg(feature = "tokio")]
-pub(crate) fn rung_while_arming() -> bool {
-    ARMING.with(|a| {
-        if a.get() {
-            RUNG.with(|r| r.set(true));
-        }
-        a.get()
-    })
-}
-
-/// Locks `mutex`, ignoring poisoning: no user code runs under these locks.
-#[cfg(feature = "tokio")]
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// One wheel and its lock. Threads pick a shard each, so they rarely share
 /// a lock or a cache line; a timeout stays on the shard it was created on.
@@ -245,36 +139,13 @@ impl Shared {
         ring: usize,
         shards: usize,
         max_pending: Option<usize>,
-        drive: Drive,
+        alarm: Alarm,
     ) -> Arc<Shared> {
-        #[cfg(feature = "tokio")]
-        let tokio_clock = matches!(drive, Drive::Runtime);
-        #[cfg(feature = "tokio")]
-        let start = if tokio_clock {
-            tokio::time::Instant::now().into_std()
-        } else {
-            Instant::now()
-        };
-        #[cfg(not(feature = "tokio"))]
-        let start = Instant::now();
         let common = Arc::new(Common {
-            start,
-            #[cfg(feature = "tokio")]
-            tokio_clock,
-            #[cfg(feature = "thread")]
-            sleeper: match drive {
-                Drive::Thread(sleeper) => Some(sleeper),
-                #[cfg(feature = "tokio")]
-                Drive::Runtime => None,
-            },
-            ticks: Ticks::new(UNIT_NS),
-            tick_us,
+            clock: Clock::new(alarm.source(), tick_us),
+            alarm,
             planned: AtomicU64::new(u64::MAX),
-            #[cfg(feature = "tokio")]
-            alarm: Mutex::new(None),
             turn_state: AtomicU8::new(IDLE),
-            #[cfg(feature = "tokio")]
-            ended: Arc::new(Notify::new()),
             stopped: AtomicU8::new(RUNNING),
             max_pending,
             reserved: AtomicUsize::new(0),
@@ -421,19 +292,6 @@ impl Shared {
     }
 }
 
-/// What drives a timer, chosen by its builder.
-pub(crate) enum Drive {
-    /// A runtime's timer, with the runtime's clock (see `driver`).
-    #[cfg(feature = "tokio")]
-    Runtime,
-    /// A thread of its own, with std's clock (see `thread_driver`).
-    #[cfg(feature = "thread")]
-    Thread(Arc<Sleeper>),
-}
-
-/// The wheel's time unit in nanoseconds: a microsecond.
-pub(crate) const UNIT_NS: u64 = 1_000;
-
 /// log2 of the bucket width in microseconds: the tick, rounded up to a power
 /// of two so a bucket is a shift of the deadline (1,024 µs for 1 ms).
 fn bucket_res(tick_us: u64) -> u32 {
@@ -448,57 +306,31 @@ impl Common {
         self.longest_turn_ns.fetch_max(took, Ordering::Relaxed);
     }
 
-    /// The time by the clock, in microseconds since the timer's start,
-    /// rounded down: what is due at or before it has passed.
-    pub(crate) fn now_tick(&self) -> u64 {
-        let since = self.now().saturating_duration_since(self.start);
-        self.ticks.floor(since).unwrap_or(u64::MAX)
-    }
-
-    /// `delay` from now, rounded up to the microsecond: [`tick_of`](Self::tick_of)
-    /// of `now + delay`, with one `Instant` subtraction instead of an
-    /// addition and a subtraction (this is the schedule and reset path).
-    /// A sum that overflows means [`NEVER`].
-    pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        let since = self.now().saturating_duration_since(self.start);
-        match since.checked_add(delay) {
-            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
-            None => NEVER,
-        }
-    }
-
     /// The time by the timer's clock: tokio's (paused time included) for a
     /// timer driven by a runtime, std's for a thread-driven one.
     #[inline]
     pub(crate) fn now(&self) -> Instant {
-        #[cfg(feature = "tokio")]
-        if self.tokio_clock {
-            return tokio::time::Instant::now().into_std();
-        }
-        Instant::now()
+        self.clock.now()
     }
 
-    /// `deadline`, rounded up to the microsecond.
+    /// See [`Clock::now_tick`].
+    pub(crate) fn now_tick(&self) -> u64 {
+        self.clock.now_tick()
+    }
+
+    /// See [`Clock::tick_after`].
+    pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
+        self.clock.tick_after(delay)
+    }
+
+    /// See [`Clock::tick_of`].
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
-        match deadline.checked_duration_since(self.start) {
-            None => 0,
-            // Exact past 584 years too (where `u64` nanoseconds end): a
-            // deadline saturated there would fire early.
-            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
-        }
+        self.clock.tick_of(deadline)
     }
 
-    /// The instant of time `tick` (microseconds since the start).
+    /// See [`Clock::instant_of`].
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
-        // In u128: a `u64` of nanoseconds ends after 584 years, well inside
-        // the wheel's range (146,000 years of microseconds).
-        let ns = u128::from(tick) * u128::from(self.ticks.tick_ns());
-        let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
-        let since = Duration::new(secs, (ns % 1_000_000_000) as u32);
-        self.start
-            .checked_add(since)
-            .filter(|_| tick < NEVER)
-            .unwrap_or_else(|| far_future(self.start))
+        self.clock.instant_of(tick)
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
@@ -529,128 +361,24 @@ impl Common {
         }
     }
 
-    /// Arms the alarm for `tick`: at once if `force` (the driver re-arming
-    /// after a turn), else only if it is armed for later. `u64::MAX` disarms
-    /// it (nothing pending: no wake-ups at all).
-    ///
-    /// A tick already past turns the wheels again: in place for the driver
-    /// (its turn loop takes the wake), and from a task on the runtime for
-    /// anyone else, so that no expiry, and no scheduled callback, runs
-    /// inside the caller's own `sleep`, `schedule` or poll.
-    ///
-    /// The alarm is a runtime `Sleep` polled with the driver's waker, so
-    /// the runtime's own timer calls the driver while it processes its
-    /// timers, and the wakes the driver makes are batched with the
-    /// runtime's.
-    ///
-    /// On a runtime, the driver's re-arm (`force`) also moves the alarm's
-    /// spare, a second `Sleep` that is never polled, to one runtime
-    /// millisecond after the alarm: the runtime computes its next wake-up before it calls the
-    /// alarm's waker, and a registration earlier than that wake-up unparks
-    /// its driver (an eventfd write, on every turn without the spare). When
-    /// a turn runs a whole millisecond late the spare has rung with the
-    /// alarm and that turn still unparks (twice: the alarm, then the
-    /// spare). Once nothing is pending the spare rings once more, waking
-    /// nothing.
+    /// Arms the alarm for `tick` if it is armed for later (see
+    /// [`Alarm::arm`]); `u64::MAX` disarms it (nothing pending: no wake-ups
+    /// at all).
     pub(crate) fn arm(&self, tick: u64, force: bool) {
-        #[cfg(feature = "thread")]
-        if let Some(sleeper) = &self.sleeper {
-            // The thread driver: ring at the deadline itself (the driver
-            // keeps its own re-arms to one per tick, see `thread_driver`).
-            if sleeper.arm(tick, self.instant_of(tick), force) {
-                self.alarm_arms.fetch_add(1, Ordering::Relaxed);
-            }
-            #[cfg(feature = "tokio")]
-            return;
-        }
-        #[cfg(feature = "tokio")]
-        self.arm_runtime(tick, force);
-    }
-
-    /// [`arm`](Self::arm) for a timer driven by a runtime.
-    #[cfg(feature = "tokio")]
-    fn arm_runtime(&self, tick: u64, force: bool) {
-        let wake = {
-            let mut guard = lock(&self.alarm);
-            let Some(alarm) = guard.as_mut() else {
-                return; // stopped: the runtime may be shutting down
-            };
-            if !force && tick >= alarm.armed {
-                return;
-            }
-            alarm.armed = tick;
-            if tick >= NEVER {
-                // "Never" (or nothing pending) rings at no instant: an
-                // alarm at a far but fixed instant would ring, past it,
-                // on every turn.
-                return;
-            }
-            let instant = self.alarm_instant(tick);
+        if self.alarm.arm(&self.clock, tick, force) {
             self.alarm_arms.fetch_add(1, Ordering::Relaxed);
-            let Alarm { sleep, waker, .. } = alarm;
-            // An insert already due (registered after its deadline) turns
-            // now rather than at the runtime's next millisecond. The driver's
-            // own re-arm goes through the runtime's timer even when work
-            // came due during the turn: it then rings at the runtime's next
-            // millisecond with whatever else is due, as tokio's own timers
-            // do, rather than turning again and again for each deadline.
-            let ready = !force && instant <= self.now()
-                || arming(|| {
-                    // The runtime wakes the alarm from inside `reset` when the
-                    // instant has passed; `arming` records that wake.
-                    sleep
-                        .as_mut()
-                        .reset(tokio::time::Instant::from_std(instant));
-                    // Outside the task's budget: a budget-limited poll would
-                    // wake the driver instead of registering.
-                    let mut poll =
-                        tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
-                    Pin::new(&mut poll)
-                        .poll(&mut Context::from_waker(waker))
-                        .is_ready()
-                });
-            if force {
-                // The driver re-arms from inside the runtime's timer
-                // processing, after the runtime computed its next wake-up
-                // without the alarm (which just rang): a re-arm earlier
-                // than that wake-up unparks the runtime's driver, an
-                // eventfd write per turn (about 900 a second on W9). The
-                // spare, registered at the earliest instant the next re-arm
-                // can have (one runtime millisecond after this one, as the
-                // next turn finds nothing due before the alarm's
-                // millisecond is over), keeps that wake-up at or before
-                // it. Moving it later is an atomic store (no lock, no
-                // unpark); it wakes nothing when it rings, so it can never
-                // turn the wheels nor fire anything early.
-                alarm
-                    .spare
-                    .as_mut()
-                    .reset(tokio::time::Instant::from_std(instant + SPARE_AFTER));
-            }
-            if ready {
-                alarm.armed = u64::MAX;
-            }
-            ready.then(|| (alarm.waker.clone(), alarm.handle.clone()))
-        };
-        match wake {
-            Some((waker, _)) if force => waker.wake(),
-            Some((waker, handle)) => drop(handle.spawn(async move { waker.wake() })),
-            None => {}
         }
     }
 
-    /// The instant the alarm rings for work due at `tick`: that very
-    /// instant for a tick of 1 ms (the runtime's own timer rounds it up to
-    /// its millisecond, as for a `tokio::time::Sleep` at the same deadline),
-    /// else the next multiple of the tick since the start, so that a
-    /// coarser tick batches expiries (at most one turn per tick).
-    #[cfg(feature = "tokio")]
-    fn alarm_instant(&self, tick: u64) -> Instant {
-        if self.tick_us <= 1_000 {
-            self.instant_of(tick)
-        } else {
-            self.instant_of(tick.div_ceil(self.tick_us).saturating_mul(self.tick_us))
+    /// The driver's re-arm after a turn at `now`, for the earliest tick with
+    /// work, `target` (see [`Alarm::rearm`]). Returns the soonest tick the
+    /// driver turns again.
+    pub(crate) fn rearm(&self, now: u64, target: u64) -> u64 {
+        let rearmed = self.alarm.rearm(&self.clock, now, target);
+        if rearmed.set {
+            self.alarm_arms.fetch_add(1, Ordering::Relaxed);
         }
+        rearmed.soonest
     }
 
     /// `n` tasks ran or were cancelled; the last one lets the timer go.
@@ -675,8 +403,10 @@ impl Common {
         drop(released);
     }
 
-    /// Pending scheduled tasks, as counted for the keep-alive reference.
-    #[cfg(all(test, feature = "tokio"))]
+    /// Pending scheduled tasks, as counted for the keep-alive reference
+    /// (for the regression tests, which run on a runtime).
+    #[cfg(test)]
+    #[allow(dead_code)]
     pub(crate) fn tasks_kept(&self) -> (usize, bool) {
         let keep = self.lock_keep_alive();
         (keep.0, keep.1.is_some())
@@ -768,12 +498,7 @@ impl Drop for Common {
     fn drop(&mut self) {
         // Every timer handle, timeout and task is gone: end the guard task,
         // or the driver's thread.
-        #[cfg(feature = "tokio")]
-        self.ended.notify_one();
-        #[cfg(feature = "thread")]
-        if let Some(sleeper) = &self.sleeper {
-            sleeper.shut();
-        }
+        self.alarm.shut();
     }
 }
 
@@ -844,17 +569,9 @@ pub(crate) fn stop(
         tasks.extend(shard_tasks);
     }
     // Disarm for good (the runtime may be shutting down: nothing may poll
-    // the alarm from now on), and end the driver's guard task.
-    #[cfg(feature = "tokio")]
-    {
-        let alarm = lock(&common.alarm).take();
-        drop(alarm);
-        common.ended.notify_one();
-    }
-    #[cfg(feature = "thread")]
-    if let Some(sleeper) = &common.sleeper {
-        sleeper.shut();
-    }
+    // the alarm from now on), and end the driver: its guard task, or its
+    // thread.
+    common.alarm.shut();
     tracing::debug!(
         timeouts,
         tasks = tasks.len(),
@@ -872,14 +589,6 @@ const STOPPED: u8 = 1;
 const RUNTIME_SHUT_DOWN: u8 = 2;
 /// Stopped because the driver panicked (see `driver`).
 const DRIVER_PANICKED: u8 = 3;
-
-/// About 30 years: how far out tokio puts "never".
-pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
-
-/// An instant [`FAR_FUTURE`] out, as tokio uses for "never".
-pub(crate) fn far_future(from: Instant) -> Instant {
-    from + FAR_FUTURE
-}
 
 /// The state of a task. It leaves `PENDING` only under its shard's lock, so
 /// a task is run or cancelled, never both.

@@ -23,14 +23,12 @@
 //!
 //! # Why no wake-up is lost
 //!
-//! As for the tokio driver: before a turn the thread marks itself
-//! [`TURNING`] and sets `planned` to `u64::MAX`, so every insert from then
-//! on lowers `planned` and, seeing the turn, leaves the arming to it. After
-//! the turn it lowers `planned` to the earliest work it found
-//! (`fetch_min`, so an insert it missed is kept), arms for that, marks
-//! itself [`IDLE`], and arms again if `planned` went lower meanwhile. Every
-//! arm happens under the sleeper's lock, and the sleep sees the last (see
-//! `sleeper.rs`). Modelled in `tests/shuttle_thread.rs`.
+//! As for the tokio driver (see `turn.rs`, which both share): the thread
+//! marks itself [`TURNING`], turns and re-arms ([`turn::turn_once`]), marks
+//! itself [`IDLE`], and arms again if an insert lowered `planned` meanwhile
+//! ([`turn::after_turn`]). Every arm happens under the sleeper's lock, and
+//! the sleep sees the last (see `alarm/sleeper.rs`). Modelled in
+//! `tests/shuttle_thread.rs`.
 //!
 //! # Ending
 //!
@@ -45,13 +43,11 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
+use crate::alarm::sleeper::{Sleeper, Woke};
 use crate::executor::TaskRunner;
 use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
-use crate::sleeper::{Sleeper, Woke};
-use crate::turn::{self, Fired, BATCH};
-use crate::wheel::raw::NEVER;
+use crate::turn::{self, BATCH};
 
 /// The name of the driver's thread.
 pub(crate) const THREAD_NAME: &str = "hashwheel-timer";
@@ -118,16 +114,12 @@ fn run(common: &Weak<Common>, shards: &[Weak<Shard>], sleeper: &Sleeper, runner:
         }
         common.turn_state.store(TURNING, Ordering::SeqCst);
         let turned = catch_unwind(AssertUnwindSafe(|| {
-            turn_once(&common, shards, sleeper, runner, &mut batch)
+            turn::turn_once(&common, shards, runner, &mut batch)
         }));
         match turned {
-            Ok((target, soonest)) => {
+            Ok(turned) => {
                 common.turn_state.store(IDLE, Ordering::SeqCst);
-                // An insert that saw the turn left the arming to us.
-                let planned = common.planned.load(Ordering::SeqCst);
-                if planned < target {
-                    common.arm(planned.max(soonest), false);
-                }
+                turn::after_turn(&common, turned);
             }
             Err(panic) => {
                 // Nothing of ours is expected to panic (user callbacks and
@@ -142,50 +134,4 @@ fn run(common: &Weak<Common>, shards: &[Weak<Shard>], sleeper: &Sleeper, runner:
         drop(common);
     };
     tracing::debug!(why, "hashwheel: driver thread ended");
-}
-
-/// One turn: expires what is due and re-arms the sleeper. Returns the
-/// earliest tick with work, and the soonest the thread turns again.
-fn turn_once(
-    common: &Common,
-    shards: &[Weak<Shard>],
-    sleeper: &Sleeper,
-    runner: &TaskRunner,
-    batch: &mut Vec<Fired>,
-) -> (u64, u64) {
-    #[cfg(all(test, feature = "tokio"))]
-    crate::hooks::in_turn(common);
-    let started = std::time::Instant::now();
-    let now = common.now_tick();
-    let armed = sleeper.take_armed();
-    common.planned.store(u64::MAX, Ordering::SeqCst);
-    common.wakeups.fetch_add(1, Ordering::Relaxed);
-    if armed != u64::MAX && now > armed {
-        let late_ticks = (now - armed) / common.tick_us;
-        common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
-        if late_ticks > 1 {
-            tracing::debug!(late_ticks, "hashwheel: driver thread ran late, catching up");
-        }
-    }
-    let (next, expired) = turn::turn(common, shards, runner, now, batch);
-    let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
-    tracing::trace!(now, next = target, expired, "hashwheel: turned the wheels");
-    // At most one turn per tick of the grid (the tick after `now`'s): a
-    // turn late in its tick does not push the next one a whole tick later.
-    let soonest = (now / common.tick_us)
-        .saturating_add(1)
-        .saturating_mul(common.tick_us);
-    let alarm = if target < NEVER {
-        target.max(soonest)
-    } else {
-        u64::MAX
-    };
-    // Work on the next tick of the grid: the alarm rings on every tick of
-    // the grid, set once for as long as that lasts (see `Sleeper::rearm`).
-    let grid = (alarm == soonest).then(|| Duration::from_micros(common.tick_us));
-    if sleeper.rearm(alarm, common.instant_of(alarm), grid) {
-        common.alarm_arms.fetch_add(1, Ordering::Relaxed);
-    }
-    common.note_turn(started);
-    (target, soonest)
 }

@@ -90,8 +90,8 @@ use std::task::{Context, Poll};
 
 use tokio::runtime::{Handle, Id};
 
+use crate::clock::{far_future, FAR_FUTURE};
 use crate::error::Error;
-use crate::shard::{far_future, FAR_FUTURE};
 use crate::timer::Timer;
 
 pub use crate::interval::MissedTickBehavior;

@@ -324,36 +324,33 @@ impl Timeout {
     }
 
     /// [`reset_tick`](Self::reset_tick); a later deadline without the lock
-    /// only if `extend`. `under_lock(fired_now)` runs where the new
-    /// deadline takes effect (under the shard's lock for a registered
-    /// timeout, unless it was extended without it), with whether the reset
-    /// fired the entry at once; not at all once the timer is stopped.
-    pub(crate) fn reset_tick_with(
-        &mut self,
-        tick: u64,
-        extend: bool,
-        under_lock: impl FnOnce(bool),
-    ) {
+    /// only if `extend`. `on_reset(fired_now)` runs once the new deadline
+    /// is in place, with whether the reset fired the entry at once: under
+    /// the shard's lock when the wheel re-files a registered timeout, and
+    /// without any lock otherwise (an unregistered or fired timeout, or a
+    /// registered one extended by a compare-and-swap); not at all once the
+    /// timer is stopped.
+    pub(crate) fn reset_tick_with(&mut self, tick: u64, extend: bool, on_reset: impl FnOnce(bool)) {
         let tick = tick.min(NEVER);
         let shard = &*self.shard;
         match self.kind() {
             UNREGISTERED => {
                 AtomicCounts::add(&shard.unlocked.reset);
                 self.set(UNREGISTERED, tick);
-                under_lock(false);
+                on_reset(false);
             }
             FIRED if !shard.common.is_stopped() => {
                 AtomicCounts::add(&shard.unlocked.reset);
                 shard.reacquire();
                 self.set(UNREGISTERED, tick);
-                under_lock(false);
+                on_reset(false);
             }
             REGISTERED => {
                 // Later than the deadline it has: one compare-and-swap, no
                 // lock. The driver re-files the entry when its old deadline
                 // comes due.
                 if extend && shard.deadlines.extend(self.key(), self.gen(), tick) {
-                    under_lock(false);
+                    on_reset(false);
                     AtomicCounts::add(&shard.unlocked.reset);
                     return;
                 }
@@ -371,7 +368,7 @@ impl Timeout {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
                         shard.deadlines.set(self.key(), self.gen(), tick, linked);
-                        under_lock(!linked);
+                        on_reset(!linked);
                     }
                     if let (State::Pending, Some(_)) = res {
                         guard.counts.fired += 1;

@@ -13,13 +13,16 @@ use std::time::Instant;
 use tokio::runtime::Handle;
 
 #[cfg(feature = "tokio")]
+use crate::alarm::runtime::RuntimeAlarm;
+#[cfg(feature = "thread")]
+use crate::alarm::sleeper::Sleeper;
+use crate::alarm::Alarm;
+#[cfg(feature = "tokio")]
 use crate::driver;
 use crate::error::Error;
 use crate::executor::TaskExecutor;
 use crate::interval::Interval;
-use crate::shard::{far_future, AtomicCounts, Drive, Shared, TaskInner, UNIT_NS};
-#[cfg(feature = "thread")]
-use crate::sleeper::Sleeper;
+use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 #[cfg(feature = "thread")]
@@ -877,9 +880,9 @@ struct Plan {
 }
 
 impl Plan {
-    /// The shared state of a timer driven by `drive`, with the room
+    /// The shared state of a timer with `alarm`, with the room
     /// [`Builder::capacity`] asked for reserved on every shard.
-    fn shared(&self, drive: Drive) -> Arc<Shared> {
+    fn shared(&self, alarm: Alarm) -> Arc<Shared> {
         let shared = Shared::new(
             self.tick,
             self.tick_us,
@@ -887,7 +890,7 @@ impl Plan {
             self.ring,
             self.shards,
             self.max_pending,
-            drive,
+            alarm,
         );
         if self.per_shard > 0 {
             for shard in shared.shards.iter() {
@@ -1336,7 +1339,7 @@ impl Builder {
                 "the runtime has no time driver: build it with enable_time() or enable_all()",
             ));
         }
-        let shared = plan.shared(Drive::Runtime);
+        let shared = plan.shared(Alarm::Runtime(RuntimeAlarm::new()));
         driver::start(&handle, &shared, executor);
         Ok(Timer { shared })
     }
@@ -1361,7 +1364,7 @@ impl Builder {
         let sleeper = Sleeper::new().map(Arc::new).map_err(|err| {
             Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
         })?;
-        let shared = plan.shared(Drive::Thread(sleeper.clone()));
+        let shared = plan.shared(Alarm::Thread(sleeper.clone()));
         thread_driver::start(&shared, sleeper, runner).map_err(|err| {
             Error::invalid_config(format!("the driver's thread could not be started: {err}"))
         })?;

@@ -383,7 +383,7 @@ const T_PENDING: u8 = 0;
 const T_EXPIRED: u8 = 1;
 const T_CANCELLED: u8 = 2;
 
-/// `shard::Alarm`: the tick it is armed for. Its `Sleep`'s registration in
+/// `alarm::runtime::RuntimeAlarm`: the tick it is armed for. Its `Sleep`'s registration in
 /// the runtime is [`Common::registered`]. The alarm's spare `Sleep` (moved
 /// to one runtime millisecond after the alarm on each re-arm after a turn)
 /// is not modelled: it is never polled, so it holds no waker and rings
@@ -543,7 +543,7 @@ impl Common {
         }
     }
 
-    /// `Common::arm`. Resetting and polling the `Sleep` registers it with
+    /// `RuntimeAlarm::arm` (src/alarm/runtime.rs). Resetting and polling the `Sleep` registers it with
     /// the runtime, or finds it due (the runtime completes a `Sleep` whose
     /// instant has passed).
     fn arm(&self, tick: u64, force: bool) {

@@ -1,5 +1,5 @@
 //! An exhaustive model check of how an insert arms the driver's alarm:
-//! `Common::note_deadline` and `Common::arm` (src/shard.rs) racing the
+//! `Common::note_deadline` (src/shard.rs) and `Alarm::arm` (src/alarm/) racing the
 //! driver's turn and re-arm (src/driver.rs).
 //!
 //! The protocol's steps are written out as small state machines (the

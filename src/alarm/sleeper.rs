@@ -2,9 +2,10 @@
 //! with work, and what wakes it sooner (a new earliest deadline, a stop, the
 //! last handle going).
 //!
-//! It sits below the shard state, which arms it (see
-//! `Common::note_deadline`), and knows nothing of wheels: a tick number (for
-//! "is this earlier than what is armed") and the instant it stands for.
+//! One of the two implementations of the alarm (see `alarm`). It sits below
+//! the shard state, which arms it (see `Common::note_deadline`), and knows
+//! nothing of wheels: a tick number (for "is this earlier than what is
+//! armed") and the instant it stands for.
 //!
 //! # Why no wake-up is lost
 //!
@@ -28,6 +29,10 @@
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use super::Rearmed;
+use crate::clock::Clock;
+use crate::wheel::raw::NEVER;
 
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
 use std::sync::Condvar;
@@ -167,6 +172,27 @@ impl Sleeper {
             let _ = grid;
             state.periodic = false;
             true
+        }
+    }
+
+    /// See [`Alarm::rearm`](super::Alarm::rearm): at most one turn per
+    /// tick of the driver's grid (the tick after `now`'s: a turn late in
+    /// its tick does not push the next one a whole tick later), and while
+    /// the next tick of the grid has work, the alarm rings on every tick of
+    /// the grid, set once for as long as that lasts (see
+    /// [`rearm`](Self::rearm)).
+    pub(crate) fn rearm_after_turn(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
+        let tick_us = clock.tick_us;
+        let soonest = (now / tick_us).saturating_add(1).saturating_mul(tick_us);
+        let alarm = if target < NEVER {
+            target.max(soonest)
+        } else {
+            u64::MAX
+        };
+        let grid = (alarm == soonest).then(|| Duration::from_micros(tick_us));
+        Rearmed {
+            set: self.rearm(alarm, clock.instant_of(alarm), grid),
+            soonest,
         }
     }
 

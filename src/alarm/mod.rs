@@ -1,0 +1,130 @@
+//! The driver's alarm: what makes the driver turn the wheels at the next
+//! tick with work, and nothing else. One interface, one implementation per
+//! driver, each in a file of its own:
+//!
+//! - `runtime.rs`, for a timer driven by a runtime (`driver.rs`): a runtime
+//!   timer (a tokio `Sleep`) polled with the driver's waker, so the
+//!   runtime's own timer processing turns the wheels, and a spare runtime
+//!   timer that keeps the driver's re-arm from unparking the runtime.
+//!   Arming it is a `Sleep::reset` and a poll under a lock; the re-arm
+//!   after a turn costs no syscall.
+//! - `sleeper.rs`, for a thread-driven timer (`thread_driver.rs`): a
+//!   timerfd (a `Condvar` where there is none) the driver's thread sleeps
+//!   on. Arming it sooner is a `timerfd_settime` under a lock; while every
+//!   tick has work the re-arm after a turn sets nothing.
+//!
+//! The shard state ([`Common::arm`](crate::shard::Common::arm)) and the
+//! turn both drivers share (`turn.rs`) arm it through [`Alarm`] without
+//! knowing which it is: the `cfg`s of the drivers live here, not there. The
+//! alarm also picks the timer's clock ([`Alarm::source`]): tokio's for the
+//! runtime's timer, std's for the thread's.
+//!
+//! Below the shard state: it knows ticks and instants, not wheels.
+
+#[cfg(feature = "tokio")]
+pub(crate) mod runtime;
+#[cfg(feature = "thread")]
+pub(crate) mod sleeper;
+
+#[cfg(feature = "thread")]
+use std::sync::Arc;
+
+use crate::clock::{Clock, Source};
+
+#[cfg(feature = "tokio")]
+use runtime::RuntimeAlarm;
+#[cfg(feature = "thread")]
+use sleeper::Sleeper;
+
+/// A timer's alarm, by driver.
+pub(crate) enum Alarm {
+    /// A runtime timer (see `runtime.rs`).
+    #[cfg(feature = "tokio")]
+    Runtime(RuntimeAlarm),
+    /// The driver thread's sleeper (see `sleeper.rs`).
+    #[cfg(feature = "thread")]
+    Thread(Arc<Sleeper>),
+}
+
+/// What the driver's re-arm after a turn did.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rearmed {
+    /// Whether it set the alarm (see [`Stats::alarm_arms`](crate::Stats::alarm_arms)).
+    pub(crate) set: bool,
+    /// The soonest tick the driver turns again: an insert that the turn
+    /// left to arm is armed no sooner (the thread driver turns at most once
+    /// per tick of its grid; the runtime's timer needs no such floor).
+    pub(crate) soonest: u64,
+}
+
+impl Alarm {
+    /// The clock of a timer with this alarm.
+    pub(crate) fn source(&self) -> Source {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(_) => Source::Tokio,
+            #[cfg(feature = "thread")]
+            Alarm::Thread(_) => Source::Std,
+        }
+    }
+
+    /// The runtime timer, for a timer driven by a runtime.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn as_runtime(&self) -> Option<&RuntimeAlarm> {
+        match self {
+            Alarm::Runtime(alarm) => Some(alarm),
+            #[cfg(feature = "thread")]
+            Alarm::Thread(_) => None,
+        }
+    }
+
+    /// Arms the alarm for `tick` if it is armed for later (a new earliest
+    /// deadline; `force`: at once, whatever it was armed for). `u64::MAX`
+    /// disarms it. Returns whether it set the alarm.
+    ///
+    /// A tick already past turns the wheels soon: on the runtime from a
+    /// task, so that no expiry runs inside the caller's own `sleep`,
+    /// `schedule` or poll; on the thread, by waking it.
+    pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(alarm) => alarm.arm(clock, tick, force),
+            #[cfg(feature = "thread")]
+            Alarm::Thread(sleeper) => sleeper.arm(tick, clock.instant_of(tick), force),
+        }
+    }
+
+    /// The driver's re-arm after a turn at `now`, for the earliest tick
+    /// with work, `target` (`u64::MAX`: nothing pending).
+    pub(crate) fn rearm(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(alarm) => alarm.rearm(clock, now, target),
+            #[cfg(feature = "thread")]
+            Alarm::Thread(sleeper) => sleeper.rearm_after_turn(clock, now, target),
+        }
+    }
+
+    /// Takes the tick the alarm was armed for, leaving it disarmed (the
+    /// driver, as it starts a turn: inserts during the turn leave the
+    /// arming to it). `u64::MAX` if it was disarmed.
+    pub(crate) fn take_armed(&self) -> u64 {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(alarm) => alarm.take_armed(),
+            #[cfg(feature = "thread")]
+            Alarm::Thread(sleeper) => sleeper.take_armed(),
+        }
+    }
+
+    /// Disarms the alarm for good and ends the driver (its guard task, or
+    /// its thread): the timer stopped, or every handle of it is gone.
+    pub(crate) fn shut(&self) {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(alarm) => alarm.shut(),
+            #[cfg(feature = "thread")]
+            Alarm::Thread(sleeper) => sleeper.shut(),
+        }
+    }
+}
