@@ -360,6 +360,12 @@ impl<T> Wheel<T> {
         self.entry(key).state()
     }
 
+    /// The value of the entry at `key`.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
+        &mut self.entry_mut(key).value
+    }
+
     /// The deadline tick of the entry at `key`.
     pub(crate) fn tick(&self, key: Key) -> u64 {
         self.entry(key).tick()
@@ -523,6 +529,11 @@ impl<T> Wheel<T> {
         let next = (self.elapsed + 1) >> self.res;
         let round = next >> self.shift;
         let from = (next & self.bucket_mask) as usize;
+        if self.buckets.heads[from] != NIL {
+            // The bucket being expired, still holding entries (every pop
+            // of a busy tick comes here): no search.
+            return Some((from, next));
+        }
         while let Some(bucket) = self.buckets.occupied.next_set(from) {
             if self.buckets.heads[bucket] != NIL {
                 return Some((bucket, (round << self.shift) | bucket as u64));
