@@ -395,6 +395,12 @@ impl Timeout {
         self.shard.common.tick_of(deadline)
     }
 
+    /// `d` in the timer's ticks, if it is a whole number of them (see
+    /// [`Clock::whole_units`](crate::clock::Clock::whole_units)).
+    pub(crate) fn whole_ticks(&self, d: Duration) -> Option<u64> {
+        self.shard.common.clock.whole_units(d)
+    }
+
     /// The time by the timer's clock.
     pub(crate) fn now(&self) -> Instant {
         self.shard.common.now()
