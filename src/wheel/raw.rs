@@ -464,6 +464,12 @@ impl<T> Wheel<T> {
             if self.elapsed >= now {
                 return None;
             }
+            if self.linked == 0 {
+                // Nothing anywhere (a shard no thread uses, on every turn):
+                // no search of the buckets and the ring.
+                self.elapsed = now;
+                return None;
+            }
             if let Some((bucket, slot)) = self.next_bucket() {
                 let start = slot << self.res;
                 if start > now {
@@ -623,6 +629,9 @@ impl<T> Wheel<T> {
         const SCAN: usize = 64;
         if self.due != NIL {
             return Some(self.elapsed);
+        }
+        if self.linked == 0 {
+            return None;
         }
         if let Some((bucket, slot)) = self.next_bucket() {
             if self.res == 0 {
@@ -984,14 +993,19 @@ impl<T: Default> Wheel<T> {
             let key = self.next_due(now)?;
             let entry = self.entry(key);
             if !entry.is_detached() {
-                let filed = entry.tick();
+                let (filed, prev, next) = (entry.tick(), entry.prev, entry.next);
                 let (tick, rearmed) = match due(key, filed) {
                     Due::Fire => return Some(Popped::Expired(self.expire(key))),
                     Due::Refile(tick) => (tick, false),
                     Due::Rearm(tick) => (tick, true),
                 };
                 debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
-                self.refile(key, tick);
+                // `due` moved nothing in the wheel: the links read above
+                // still hold.
+                self.unlink_links(key, prev, next, filed);
+                self.linked += 1;
+                let list = self.list_for(tick);
+                self.push_at(list, key, Some(tick));
                 if rearmed {
                     return Some(Popped::Rearmed);
                 }
@@ -999,20 +1013,6 @@ impl<T: Default> Wheel<T> {
             }
             return Some(Popped::Expired(self.expire(key)));
         }
-    }
-
-    /// Moves the linked entry `key` to the head of the list for `tick`:
-    /// [`unlink`](Self::unlink), a new tick and [`link`](Self::link), with
-    /// one look-up of the entry for its links and one for its new ones (the
-    /// heartbeat path: every interval's tick comes through here).
-    #[inline]
-    fn refile(&mut self, key: Key, tick: u64) {
-        let entry = self.entry(key);
-        let (prev, next, old) = (entry.prev, entry.next, entry.tick());
-        self.unlink_links(key, prev, next, old);
-        self.linked += 1;
-        let list = self.list_for(tick);
-        self.push_at(list, key, Some(tick));
     }
 
     fn expire(&mut self, key: Key) -> Expired<T> {
