@@ -14,7 +14,9 @@
 //! ```
 //!
 //! Arguments: the contender (`timer`: `Timer::interval_at` and
-//! `Timer::sleep`; `time`: `hashwheel::time`; `tokio`: `tokio::time`), the
+//! `Timer::sleep`; `time`: `hashwheel::time`, the idle `Sleep` boxed as
+//! tokio code boxes tokio's; `time-inline`: the same kept in the task;
+//! `tokio`: `tokio::time`), the
 //! connections, and the seconds of heartbeats after one second of warm-up.
 //! Per-beat figures are the difference between two lengths, divided by
 //! `N × (difference in seconds)`.
@@ -58,6 +60,22 @@ async fn conn_time(first: Instant) {
     }
 }
 
+/// `hashwheel::time` with the idle `Sleep` pinned in the task rather than
+/// boxed (it is `Unpin`): what the box costs.
+async fn conn_time_inline(first: Instant) {
+    let mut hb = hashwheel::time::interval_at(first, HEARTBEAT);
+    let mut idle = hashwheel::time::sleep(IDLE);
+    loop {
+        tokio::select! {
+            _ = hb.tick() => {
+                BEATS.fetch_add(1, Ordering::Relaxed);
+                std::pin::Pin::new(&mut idle).reset(Instant::now() + IDLE);
+            }
+            _ = &mut idle => return,
+        }
+    }
+}
+
 async fn conn_tokio(first: Instant) {
     let mut hb = tokio::time::interval_at(first, HEARTBEAT);
     let mut idle = Box::pin(tokio::time::sleep(IDLE));
@@ -74,7 +92,7 @@ async fn conn_tokio(first: Instant) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: heartbeat_counts timer|time|tokio CONNECTIONS SECONDS";
+    let usage = "usage: heartbeat_counts timer|time|time-inline|tokio CONNECTIONS SECONDS";
     let which = args.get(1).expect(usage).clone();
     let n: u32 = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let secs: u64 = args.get(3).and_then(|a| a.parse().ok()).expect(usage);
@@ -91,6 +109,7 @@ fn main() {
             match (&timer, which.as_str()) {
                 (Some(timer), _) => tokio::spawn(conn_timer(timer.clone(), first)),
                 (None, "time") => tokio::spawn(conn_time(first)),
+                (None, "time-inline") => tokio::spawn(conn_time_inline(first)),
                 (None, "tokio") => tokio::spawn(conn_tokio(first)),
                 _ => panic!("{usage}"),
             };

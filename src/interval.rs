@@ -98,9 +98,12 @@ pub struct Interval {
     due_now: bool,
     period: Duration,
     /// The period in the timer's ticks, where it is a whole number of
-    /// them: an on-time tick then re-arms one period after the last re-arm
-    /// tick, with no clock arithmetic (see [`after_on_time`](Self::after_on_time)).
-    period_ticks: Option<u64>,
+    /// them (0 where it is not: a period is never zero): an on-time tick
+    /// then re-arms one period after the last re-arm tick, with no clock
+    /// arithmetic (see [`after_on_time`](Self::after_on_time)). A `u64`,
+    /// not an `Option`: the interval lives in its task's future, which
+    /// every beat touches.
+    period_ticks: u64,
     /// How late a tick may be and still count as on time.
     tolerance: Duration,
     behavior: MissedTickBehavior,
@@ -180,7 +183,7 @@ impl Interval {
         tick: Duration,
     ) -> Interval {
         let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
-        let period_ticks = timeout.whole_ticks(period);
+        let period_ticks = timeout.whole_ticks(period).unwrap_or(0);
         Interval {
             timeout,
             beat,
@@ -363,7 +366,7 @@ impl Interval {
     fn after_on_time(&self, state: u64, next: Instant) -> u64 {
         let last = state & AFTER_MASK;
         match self.period_ticks {
-            Some(period) if last > 0 && period < FAR - last.min(FAR) => {
+            period if period > 0 && last > 0 && period < FAR - last.min(FAR) => {
                 debug_assert_eq!(last + period, self.after(next), "re-arm tick by sum");
                 last + period
             }
