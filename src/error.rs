@@ -2,7 +2,12 @@
 
 use std::fmt;
 
-/// The error of a [`Timer`](crate::Timer) operation or of
+/// The error of a [`Timer`](crate::Timer) operation (the `try_` methods:
+/// [`try_sleep`](crate::Timer::try_sleep),
+/// [`try_timeout`](crate::Timer::try_timeout),
+/// [`try_schedule`](crate::Timer::try_schedule),
+/// [`try_interval`](crate::Timer::try_interval) and their `_at` forms,
+/// whose panicking twins panic with its message) or of
 /// [`Builder::build`](crate::Builder::build).
 ///
 /// Opaque: ask what went wrong with [`is_stopped`](Error::is_stopped),

@@ -7,6 +7,10 @@
 //! [`Timer::stop`](crate::Timer::stop) or the shutdown of its runtime), or
 //! when every `Timer` clone, `Timeout`, `Interval` and pending task of it is
 //! gone, whichever comes first. Clones share one alarm, so they count once.
+//!
+//! The warning goes to stderr as well as to `tracing`: a program without a
+//! `tracing` subscriber, the common case for the mistake it points at,
+//! would otherwise never see it. Once per process keeps it to one line.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -50,18 +54,21 @@ impl LiveTimer {
             }
         };
         if count > TOO_MANY && !WARNED.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                live = count,
-                runtime = %runtime,
-                "hashwheel: too many live Timers on one runtime. A Timer is a \
-                 shared resource (its own wheels, driver, runtime timer and \
-                 guard task): build one per runtime and share clones of it, \
-                 which are cheap, rather than one per connection or request. \
-                 Warned once per process."
-            );
+            warn_too_many(count, runtime);
         }
         LiveTimer { runtime }
     }
+}
+
+/// Netty's warning, on stderr and through `tracing`.
+#[cold]
+fn warn_too_many(count: usize, runtime: Id) {
+    const WARNING: &str = "hashwheel: too many live Timers on one runtime. A Timer is a \
+        shared resource (its own wheels, driver, runtime timer and guard task): build one \
+        per runtime and share clones of it, which are cheap, rather than one per \
+        connection or request. Warned once per process.";
+    eprintln!("{WARNING} ({count} live on runtime {runtime})");
+    tracing::warn!(live = count, runtime = %runtime, "{WARNING}");
 }
 
 impl Drop for LiveTimer {

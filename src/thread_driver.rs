@@ -85,12 +85,13 @@ pub(crate) fn start(
         return Err(err);
     }
     if live > TOO_MANY && !WARNED.swap(true, Ordering::Relaxed) {
-        tracing::warn!(
-            live,
-            "hashwheel: too many thread-driven Timers: each has a thread of its \
-             own. Build one and share clones of it, which are cheap, rather than \
-             one per connection or request. Warned once per process."
-        );
+        // On stderr too, as the runtime's too-many-timers warning (see
+        // `live.rs`): it must reach a program without a subscriber.
+        const WARNING: &str = "hashwheel: too many thread-driven Timers: each has a \
+            thread of its own. Build one and share clones of it, which are cheap, rather \
+            than one per connection or request. Warned once per process.";
+        eprintln!("{WARNING} ({live} live)");
+        tracing::warn!(live, "{WARNING}");
     }
     tracing::debug!(
         shards = shared.shards.len(),

@@ -331,7 +331,10 @@ pub fn sleep(duration: Duration) -> Sleep {
     if duration > FAR_FUTURE {
         return sleep_until(deadline_after(duration));
     }
-    with_current(|timer| Sleep::new(timer.sleep(duration)))
+    with_current(|timer| match timer.sleep_exact(duration) {
+        (timeout, Some(deadline)) => Sleep::new(timeout, Instant::from_std(deadline)),
+        (timeout, None) => Sleep::new(timeout, deadline_after(duration)),
+    })
 }
 
 /// Waits until `deadline`: [`tokio::time::sleep_until`] on the current
@@ -355,7 +358,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// ```
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    with_current(|timer| Sleep::new(timer.sleep_until(deadline)))
+    with_current(|timer| Sleep::new(timer.sleep_until(deadline), deadline))
 }
 
 /// Requires `future` to complete within `duration`: [`tokio::time::timeout`]
@@ -582,39 +585,50 @@ impl futures_core::Stream for Interval {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     inner: crate::Timeout,
-    /// Whether it was polled: tokio's `Sleep` reports `is_elapsed` only
-    /// once registered, even when its deadline had passed at creation.
-    polled: bool,
+    /// The deadline as given (or now plus the duration given), which
+    /// [`deadline`](Sleep::deadline) returns as tokio's does; the timeout
+    /// keeps it rounded up to the microsecond, and a deadline before the
+    /// timer's start as that start.
+    deadline: Instant,
 }
 
 impl Sleep {
-    fn new(inner: crate::Timeout) -> Sleep {
-        Sleep {
-            inner,
-            polled: false,
-        }
+    fn new(inner: crate::Timeout, deadline: Instant) -> Sleep {
+        Sleep { inner, deadline }
     }
 
-    /// The instant the sleep completes, to the microsecond.
+    /// The instant the sleep completes: the deadline given to
+    /// [`sleep_until`] or the last [`reset`](Sleep::reset), or now plus
+    /// the duration given to [`sleep`], to the nanosecond, as tokio's.
+    /// (The timer fires it at the first microsecond at or after it.)
     ///
     /// # Examples
     ///
     /// ```
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// use hashwheel::time::{sleep_until, Duration, Instant};
+    /// use hashwheel::time::{sleep, sleep_until, Duration, Instant};
     ///
-    /// let deadline = Instant::now() + Duration::from_micros(1500);
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let deadline = Instant::now() + Duration::from_nanos(1_500_001);
     /// assert_eq!(sleep_until(deadline).deadline(), deadline);
+    /// let past = Instant::now() - Duration::from_millis(20);
+    /// assert_eq!(sleep_until(past).deadline(), past);
+    /// let before = Instant::now();
+    /// let s = sleep(Duration::from_millis(10));
+    /// assert!(s.deadline() >= before + Duration::from_millis(10));
     /// # }
     /// ```
     #[must_use]
     pub fn deadline(&self) -> Instant {
-        Instant::from_std(self.inner.deadline())
+        self.deadline
     }
 
     /// Whether the sleep has completed: it was polled, and its deadline has
-    /// been reached.
+    /// been reached. A sleep never polled reports `false` whatever its
+    /// deadline, as tokio's; so does one [`reset`](Sleep::reset) before
+    /// its first poll or after it completed, until its next poll, where
+    /// tokio's registers at the reset (see
+    /// [`Timeout::is_expired`](crate::Timeout::is_expired)).
     ///
     /// # Examples
     ///
@@ -631,7 +645,7 @@ impl Sleep {
     /// ```
     #[must_use]
     pub fn is_elapsed(&self) -> bool {
-        self.polled && self.inner.is_expired()
+        self.inner.is_expired()
     }
 
     /// Moves the deadline to `deadline`, in O(1), whether the sleep is
@@ -654,13 +668,17 @@ impl Sleep {
     /// # }
     /// ```
     pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
-        self.get_mut().inner.reset_at(deadline);
+        let this = self.get_mut();
+        this.deadline = deadline;
+        this.inner.reset_at(deadline);
     }
 
     /// The hashwheel [`Timeout`](crate::Timeout) underneath, for its
     /// methods tokio's `Sleep` lacks ([`reset`](crate::Timeout::reset) by a
     /// `Duration`, [`cancel`](crate::Timeout::cancel),
-    /// [`is_cancelled`](crate::Timeout::is_cancelled)).
+    /// [`is_cancelled`](crate::Timeout::is_cancelled)). Its
+    /// [`deadline`](crate::Timeout::deadline) is the timer's: this sleep's
+    /// rounded up to the microsecond.
     ///
     /// # Examples
     ///
@@ -682,9 +700,7 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        this.polled = true;
-        Pin::new(&mut this.inner).poll(cx)
+        Pin::new(&mut self.get_mut().inner).poll(cx)
     }
 }
 

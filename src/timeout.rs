@@ -31,6 +31,14 @@ use crate::wheel::raw::{Key, State, NEVER};
 // | `FIRED`        | no            | completed at its deadline                |
 // | `CANCELLED`    | no            | completed because the timer stopped      |
 //
+// A `FIRED` word with bit 61 (`UNPOLLED`) set completed as it was created
+// (its deadline had passed) and was not polled since: `is_expired` says
+// `false` until its first poll, as tokio's `Sleep::is_elapsed` does before
+// the sleep registers. A `FIRED` deadline is at most the timer's uptime, so
+// bit 61 is free for 73,000 years of it; past that a completed timeout
+// keeps its deadline saturated at 2^61 - 1 µs (`fired_tick`), and a
+// timeout due at creation takes the registering path instead.
+//
 // Registration on the first poll (as tokio's `Sleep` does) saves a lock for
 // the common create-poll-drop pattern. The entry of a registered timeout
 // belongs to it until it is dropped or seen completed, so its key can never
@@ -46,6 +54,13 @@ const REGISTERED: u64 = 0b01 << 62;
 const FIRED: u64 = 0b10 << 62;
 const CANCELLED: u64 = 0b11 << 62;
 const LOW_MASK: u64 = (1 << 62) - 1;
+/// In a `FIRED` word: completed at creation, not polled since.
+const UNPOLLED: u64 = 1 << 61;
+
+/// `tick` as a polled `FIRED` word holds it (see `UNPOLLED`).
+fn fired_tick(tick: u64) -> u64 {
+    tick.min(UNPOLLED - 1)
+}
 
 /// Whom a registered entry wakes when it fires: a polled timeout's task,
 /// or an interval's [`Beat`] (whose entry holds no waker).
@@ -107,12 +122,20 @@ impl Timeout {
         }
     }
 
+    /// Whether a timeout due at creation at `tick` can be made by
+    /// [`fired`](Self::fired) (all but past 73,000 years of uptime).
+    pub(crate) fn can_fire_at_creation(tick: u64) -> bool {
+        tick < UNPOLLED
+    }
+
     /// A timeout that completed as it was created (its deadline had
-    /// passed): ready on its first poll, counted as fired, never pending.
+    /// passed): ready on its first poll, counted as fired, never pending;
+    /// not [expired](Self::is_expired) until that poll.
     pub(crate) fn fired(shard: Arc<Shard>, tick: u64) -> Timeout {
+        debug_assert!(Self::can_fire_at_creation(tick));
         Timeout {
             shard,
-            word: FIRED | tick.min(NEVER),
+            word: FIRED | UNPOLLED | tick,
         }
     }
 
@@ -143,6 +166,17 @@ impl Timeout {
         self.word = kind | low;
     }
 
+    /// Completes a polled timeout as `done` (`FIRED` or `CANCELLED`) at
+    /// `tick`.
+    fn set_done(&mut self, done: u64, tick: u64) {
+        let tick = if done == FIRED {
+            fired_tick(tick)
+        } else {
+            tick
+        };
+        self.set(done, tick);
+    }
+
     /// The state of the entry of a registered timeout: no lock while it is
     /// pending.
     fn entry_state(&self) -> State {
@@ -152,9 +186,12 @@ impl Timeout {
         self.shard.lock().wheel.state(self.key())
     }
 
-    /// The instant this timeout completes: its deadline, to the microsecond
-    /// (rounded up). About 30 years out for a timeout that never completes.
-    /// The counterpart of tokio's `Sleep::deadline`.
+    /// The instant this timeout completes: its deadline as the timer keeps
+    /// it, rounded up to the microsecond (a deadline before the timer was
+    /// built reads as the instant it was built). About 30 years out for a
+    /// timeout that never completes. The counterpart of tokio's
+    /// `Sleep::deadline`, which returns the instant given to the
+    /// nanosecond (`hashwheel::time::Sleep::deadline` does too).
     ///
     /// # Examples
     ///
@@ -171,17 +208,23 @@ impl Timeout {
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {
-        let tick = if self.kind() == REGISTERED {
-            self.registered_tick(|| self.shard.lock().wheel.tick(self.key()))
-        } else {
-            self.low()
+        let tick = match self.kind() {
+            REGISTERED => self.registered_tick(|| self.shard.lock().wheel.tick(self.key())),
+            FIRED => self.low() & !UNPOLLED,
+            _ => self.low(),
         };
         self.shard.common.instant_of(tick)
     }
 
     /// Whether the timeout reached its deadline: the counterpart of tokio's
-    /// `Sleep::is_elapsed`. A timeout that was never polled is not
-    /// registered yet and reports `false`, as tokio's `Sleep` does.
+    /// `Sleep::is_elapsed`, with its rule. A timeout registers in the wheel
+    /// on its first poll; until then (after its creation, and after a
+    /// [`reset`](Timeout::reset) of one that had completed) it reports
+    /// `false`, whatever its deadline, as tokio's `Sleep` does before its
+    /// first poll. Once polled it reports `true` from the moment the
+    /// timer fires it, before the task polls it again (one created with its
+    /// deadline passed, or a zero delay, is ready and expired at its first
+    /// poll).
     ///
     /// # Examples
     ///
@@ -189,18 +232,25 @@ impl Timeout {
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() {
     /// use std::time::Duration;
+    /// use tokio::time::Instant;
     ///
     /// let timer = hashwheel::Timer::new();
     /// let mut t = timer.sleep(Duration::from_millis(5));
     /// assert!(!t.is_expired());
     /// (&mut t).await;
     /// assert!(t.is_expired());
+    ///
+    /// // Never polled: `false`, though its deadline has passed.
+    /// let mut past = timer.sleep_until(Instant::now() - Duration::from_secs(2));
+    /// assert!(!past.is_expired());
+    /// (&mut past).await; // ready at once
+    /// assert!(past.is_expired());
     /// # }
     /// ```
     #[doc(alias = "is_elapsed")]
     pub fn is_expired(&self) -> bool {
         match self.kind() {
-            FIRED => true,
+            FIRED => self.low() & UNPOLLED == 0,
             REGISTERED => self.entry_state() == State::Fired,
             _ => false,
         }
@@ -462,7 +512,7 @@ impl Timeout {
         // A waker left unused is dropped after the lock: its drop is
         // foreign code.
         drop(wakes);
-        self.set(done, tick);
+        self.set_done(done, tick);
         done
     }
 
@@ -554,9 +604,13 @@ impl Future for Timeout {
                     let (_, waker) = state.wheel.remove(key);
                     drop(state);
                     drop((waker, fresh));
-                    this.set(done, tick);
+                    this.set_done(done, tick);
                     return Poll::Ready(());
                 }
+            }
+            FIRED => {
+                this.word &= !UNPOLLED;
+                Poll::Ready(())
             }
             _ => Poll::Ready(()),
         }

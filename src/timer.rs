@@ -31,10 +31,10 @@ use crate::timeout::{Timeout, WithTimeout};
 use crate::wheel::raw::{MAX_ENTRIES, NEVER};
 
 /// The smallest tick of a timer driven by a runtime (whose timer has a
-/// resolution of 1 ms); shorter ones are raised to it.
+/// resolution of 1 ms); shorter ones are a configuration error.
 const MIN_TICK: Duration = Duration::from_millis(1);
-/// The smallest tick of a thread-driven timer; shorter ones are raised to
-/// it.
+/// The smallest tick of a thread-driven timer; shorter ones are a
+/// configuration error.
 #[cfg(feature = "thread")]
 const MIN_THREAD_TICK: Duration = Duration::from_micros(10);
 /// The largest wheel, as in Netty.
@@ -140,7 +140,9 @@ impl Timer {
     /// And not one per connection or request: each `Timer` has its own
     /// wheels, driver, runtime timer and guard task, where clones are cheap
     /// and share them. As Netty does, the 65th live `Timer` of one runtime
-    /// logs a `tracing::warn!` naming the fix, once per process. A timer
+    /// warns, naming the fix, once per process: a line on stderr
+    /// (`eprintln!`, so that a program without a `tracing` subscriber sees
+    /// it) and a `tracing::warn!` with the same text. A timer
     /// counts from [`Builder::build`] (or `new`) until it stops (by
     /// [`stop`](Timer::stop) or the shutdown of its runtime) or until its
     /// last `Timer` clone, [`Timeout`], [`Interval`] and pending task is
@@ -150,7 +152,8 @@ impl Timer {
     ///
     /// Outside a tokio runtime, or on a runtime without a time driver (built
     /// without `enable_time()` or `enable_all()`), with the message of the
-    /// error [`Builder::build`] returns. Use [`Timer::builder`] with
+    /// error [`Builder::build`] returns (under `panic = "abort"` the latter
+    /// aborts with tokio's message: see [`Builder::build`]). Use [`Timer::builder`] with
     /// [`Builder::handle`] to pick a runtime instead, or with
     /// [`Builder::driver_thread`] for a timer with a thread of its own.
     ///
@@ -313,7 +316,7 @@ impl Timer {
     /// driver).
     fn timeout_at_tick(&self, tick: u64, due: bool) -> Result<Timeout, Error> {
         let shard = &self.shared.shards[self.shared.current_shard()];
-        if due {
+        if due && Timeout::can_fire_at_creation(tick) {
             if let Some(reason) = self.shared.common.stop_reason() {
                 return Err(Error::stopped(reason));
             }
@@ -346,7 +349,8 @@ impl Timer {
     ///
     /// # Panics
     ///
-    /// As [`sleep`](Timer::sleep).
+    /// As [`sleep`](Timer::sleep); [`try_timeout`](Timer::try_timeout)
+    /// returns those as errors.
     ///
     /// # Examples
     ///
@@ -371,7 +375,8 @@ impl Timer {
     ///
     /// # Panics
     ///
-    /// As [`sleep`](Timer::sleep).
+    /// As [`sleep`](Timer::sleep); [`try_timeout_at`](Timer::try_timeout_at)
+    /// returns those as errors.
     ///
     /// # Examples
     ///
@@ -394,6 +399,75 @@ impl Timer {
         fut: F,
     ) -> WithTimeout<F::IntoFuture> {
         WithTimeout::new(fut.into_future(), self.sleep_until(deadline))
+    }
+
+    /// Like [`timeout`](Timer::timeout), but returns an error instead of
+    /// panicking: the form for servers that set a [`max_pending`](Builder::max_pending)
+    /// limit and would rather turn a request away than panic.
+    ///
+    /// On an error `fut` is dropped without being polled.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_sleep`](Timer::try_sleep): [`Error::is_at_capacity`] at the
+    /// [`max_pending`](Builder::max_pending) limit, [`Error::is_stopped`]
+    /// after [`stop`](Timer::stop) or once the runtime that ran the driver
+    /// has shut down. The returned future itself fails with
+    /// [`Elapsed`](crate::Elapsed), as [`timeout`](Timer::timeout)'s does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let timer = hashwheel::Timer::builder().max_pending(1).build().unwrap();
+    /// let first = timer.try_timeout(Duration::from_secs(1), async { 1 }).unwrap();
+    /// let second = timer.try_timeout(Duration::from_secs(1), async { 2 });
+    /// assert!(second.err().unwrap().is_at_capacity());
+    /// assert_eq!(first.await, Ok(1)); // its place is free again
+    /// assert_eq!(timer.try_timeout(Duration::from_secs(1), async { 3 }).unwrap().await, Ok(3));
+    /// # }
+    /// ```
+    pub fn try_timeout<F: IntoFuture>(
+        &self,
+        delay: Duration,
+        fut: F,
+    ) -> Result<WithTimeout<F::IntoFuture>, Error> {
+        let timeout = self.try_sleep(delay)?;
+        Ok(WithTimeout::new(fut.into_future(), timeout))
+    }
+
+    /// Like [`timeout_at`](Timer::timeout_at), but returns an error instead
+    /// of panicking. On an error `fut` is dropped without being polled.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_timeout`](Timer::try_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let timer = hashwheel::Timer::new();
+    /// timer.stop();
+    /// let deadline = Instant::now() + Duration::from_secs(1);
+    /// let res = timer.try_timeout_at(deadline, async { 1 });
+    /// assert!(res.err().unwrap().is_stopped());
+    /// # }
+    /// ```
+    pub fn try_timeout_at<F: IntoFuture>(
+        &self,
+        deadline: impl Into<Instant>,
+        fut: F,
+    ) -> Result<WithTimeout<F::IntoFuture>, Error> {
+        let timeout = self.try_sleep_until(deadline)?;
+        Ok(WithTimeout::new(fut.into_future(), timeout))
     }
 
     /// Runs `task` once after `delay`, Netty style: the counterpart of
@@ -835,6 +909,20 @@ impl Timer {
         }
     }
 
+    /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
+    /// `delay`, to the nanosecond (the timeout keeps it rounded up to the
+    /// microsecond); `None` if that overflows (the timeout then never
+    /// completes).
+    #[track_caller]
+    pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
+        let deadline = self.shared.now().checked_add(delay);
+        let tick = deadline.map_or(NEVER, |deadline| self.shared.tick_of(deadline));
+        (
+            unwrap(self.timeout_at_tick(tick, delay.is_zero())),
+            deadline,
+        )
+    }
+
     /// Whether `self` and `other` are handles to the same timer.
     pub(crate) fn same(&self, other: &Timer) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -857,10 +945,12 @@ impl fmt::Debug for Timer {
 /// sleeps on. Without one the driver would panic on its first sleep and the
 /// timer stop itself, so that every timeout completed at once.
 ///
-/// tokio has no query for this. Creating a `Sleep` (which registers only
-/// when polled) panics without a time driver, so the check creates one under
-/// `catch_unwind`: the panic hook reports tokio's message as the check runs,
-/// and a `panic = "abort"` build aborts with it.
+/// tokio 1.x has no query for this (the `Debug` of `Handle` is opaque, and
+/// `RuntimeMetrics` says nothing of the drivers). Creating a `Sleep` (which
+/// registers only when polled) panics without a time driver, so the check
+/// creates one under `catch_unwind`: the panic hook reports tokio's message
+/// as the check runs, and a `panic = "abort"` build aborts with it, as
+/// `Builder::build` documents.
 #[cfg(feature = "tokio")]
 fn has_time_driver(handle: &Handle) -> bool {
     let _runtime = handle.enter();
@@ -992,12 +1082,15 @@ impl Builder {
     /// turns at most once per tick, on multiples of the tick since the
     /// timer was built, so a timeout fires at the first of them at or after
     /// its deadline (at most one tick late), and far fewer wake-ups serve
-    /// many timeouts: the knob that trades lateness for CPU. On a runtime
-    /// ticks under 1 ms are raised to 1 ms (the runtime timer's
-    /// resolution) with a `tracing` warning; a thread-driven timer
-    /// ([`Builder::driver_thread`]) takes ticks from 10 µs, for
-    /// sub-millisecond timers, and raises shorter ones to 10 µs. Zero is an
-    /// error.
+    /// many timeouts: the knob that trades lateness for CPU.
+    ///
+    /// A timer driven by a runtime takes ticks from 1 ms (the runtime
+    /// timer's resolution); a thread-driven one
+    /// ([`Builder::driver_thread`], feature `thread`) from 10 µs, for
+    /// sub-millisecond timers. [`build`](Builder::build) fails with
+    /// [`Error::is_invalid_config`] for a tick under its driver's minimum
+    /// (the message names `driver_thread()` for a runtime's) or zero, and
+    /// never changes the tick it is given: [`Timer::tick`] returns it.
     ///
     /// # Examples
     ///
@@ -1009,6 +1102,8 @@ impl Builder {
     /// let timer = hashwheel::Timer::builder().tick(Duration::from_millis(100)).build().unwrap();
     /// assert_eq!(timer.tick(), Duration::from_millis(100));
     /// assert!(hashwheel::Timer::builder().tick(Duration::ZERO).build().is_err());
+    /// let sub_ms = hashwheel::Timer::builder().tick(Duration::from_micros(500)).build();
+    /// assert!(sub_ms.unwrap_err().to_string().contains("driver_thread()"));
     /// # }
     /// ```
     #[must_use = "a Builder does nothing until `build` is called"]
@@ -1221,18 +1316,33 @@ impl Builder {
 
     /// Builds the timer and spawns its driver.
     ///
-    /// The 65th live timer of one runtime logs a `tracing::warn!`, once per
-    /// process: share one `Timer` per runtime (see [`Timer::new`]).
+    /// The 65th live timer of one runtime warns once per process, on stderr
+    /// and through `tracing` (and so does the 65th live driver thread of
+    /// the process): share one `Timer` per runtime (see [`Timer::new`]).
     ///
     /// # Errors
     ///
     /// [`Error::is_invalid_config`], with a message naming the value, for a
-    /// zero tick, a wheel size of 0 or above 2^30, a tick so long that one
-    /// turn of the wheel overflows, a shard count of 0 or above 65,536, no
-    /// runtime (called outside one without [`handle`](Builder::handle)), or
-    /// a runtime without a time driver (built without `enable_time()` or
-    /// `enable_all()`; the check makes tokio panic, caught, so the panic hook
-    /// prints tokio's message).
+    /// zero tick or one under the driver's minimum (1 ms on a runtime, where
+    /// the message names [`driver_thread()`](Builder::driver_thread); 10 µs
+    /// on a thread), a wheel size of 0 or above 2^30, a tick so long that
+    /// one turn of the wheel overflows, a shard count of 0 or above 65,536,
+    /// no runtime (called outside one without [`handle`](Builder::handle)),
+    /// or a runtime without a time driver (built without `enable_time()` or
+    /// `enable_all()`).
+    ///
+    /// # Panics
+    ///
+    /// Under `panic = "abort"`, on a runtime without a time driver: the
+    /// process aborts with tokio's message ("A Tokio 1.x context was found,
+    /// but timers are disabled") instead of returning the error. tokio 1.x
+    /// offers no way to ask whether a runtime has its time driver (not
+    /// `Handle`, not `RuntimeMetrics`, whose `Debug` is opaque too): the
+    /// check creates a `tokio::time::Sleep`, which panics without one, and
+    /// catches the panic, which only an unwinding build can do (the panic
+    /// hook prints tokio's message as the check runs). With
+    /// `panic = "abort"`, build runtimes with `enable_time()` or
+    /// `enable_all()`.
     ///
     /// # Examples
     ///
@@ -1253,22 +1363,22 @@ impl Builder {
         let min_tick = if thread { MIN_THREAD_TICK } else { MIN_TICK };
         #[cfg(not(feature = "thread"))]
         let min_tick = MIN_TICK;
-        let tick = if self.tick < min_tick {
-            if min_tick == MIN_TICK {
-                tracing::warn!(
-                    requested = ?self.tick,
-                    "hashwheel: tick raised to the minimum of 1ms"
-                );
+        if self.tick < min_tick {
+            return Err(Error::invalid_config(if min_tick == MIN_TICK {
+                format!(
+                    "a runtime-driven timer's tick must be at least 1ms (the runtime timer's \
+                     resolution), got {:?}; for sub-millisecond ticks (from 10µs) drive the \
+                     timer on a thread of its own with Builder::driver_thread() (feature `thread`)",
+                    self.tick
+                )
             } else {
-                tracing::warn!(
-                    requested = ?self.tick,
-                    "hashwheel: tick raised to the minimum of 10µs"
-                );
-            }
-            min_tick
-        } else {
-            self.tick
-        };
+                format!(
+                    "a thread-driven timer's tick must be at least 10µs, got {:?}",
+                    self.tick
+                )
+            }));
+        }
+        let tick = self.tick;
         if self.wheel_size == 0 || self.wheel_size > MAX_WHEEL_SIZE {
             return Err(Error::invalid_config(format!(
                 "wheel size must be between 1 and 2^30, got {}",

@@ -65,13 +65,28 @@ fn an_explicit_handle_works_outside_the_runtime() {
     assert_eq!(timer.pending(), 0);
 }
 
+/// Issue 27: a sub-millisecond tick on a runtime-driven timer quietly
+/// became 1 ms, with a `tracing` warning no one without a subscriber saw.
+/// It is an error naming the driver that takes such ticks; the smallest
+/// tick allowed is kept as given.
 #[tokio::test]
-async fn sub_millisecond_ticks_are_raised_to_one_millisecond() {
+async fn a_sub_millisecond_tick_on_a_runtime_is_an_error_naming_driver_thread() {
+    for tick in [Duration::from_micros(500), Duration::from_nanos(999_999)] {
+        let msg = config_error(Timer::builder().tick(tick));
+        assert!(msg.contains("driver_thread()"), "{msg}");
+        assert!(msg.contains(&format!("got {tick:?}")), "{msg}");
+        assert!(msg.contains("at least 1ms"), "{msg}");
+    }
     let timer = Timer::builder()
-        .tick(Duration::from_micros(10))
+        .tick(Duration::from_millis(1))
         .build()
         .unwrap();
     assert_eq!(timer.tick(), Duration::from_millis(1));
+    let timer = Timer::builder()
+        .tick(Duration::from_micros(1500))
+        .build()
+        .unwrap();
+    assert_eq!(timer.tick(), Duration::from_micros(1500));
 }
 
 #[tokio::test]

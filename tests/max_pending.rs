@@ -172,3 +172,44 @@ fn the_limit_holds_exactly_under_concurrent_churn() {
     // Dropping a task's handle does not cancel it: only the tasks remain.
     assert_eq!(timer.pending(), tasks_held);
 }
+
+/// Issue 27: `timeout`, the most common server call, had no error-returning
+/// form; at `max_pending` it could only panic.
+#[tokio::test(start_paused = true)]
+async fn try_timeout_and_try_timeout_at_fail_at_capacity_where_timeout_panics() {
+    let timer = Timer::builder().max_pending(1).build().unwrap();
+    let held = timer
+        .try_timeout(Duration::from_secs(1), std::future::pending::<()>())
+        .unwrap();
+    let err = timer
+        .try_timeout(Duration::from_secs(1), std::future::ready(1))
+        .unwrap_err();
+    assert!(err.is_at_capacity() && !err.is_stopped());
+    assert_eq!(err.to_string(), "timer is at capacity (1 pending)");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let err = timer
+        .try_timeout_at(deadline, std::future::ready(1))
+        .unwrap_err();
+    assert!(err.is_at_capacity());
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(timer.timeout(Duration::from_secs(1), async { 1 }))
+    }))
+    .unwrap_err();
+    assert_eq!(
+        panic.downcast_ref::<String>().unwrap(),
+        "hashwheel: timer is at capacity (1 pending)"
+    );
+
+    // A place frees as the held one goes; the new one runs as `timeout`'s.
+    drop(held);
+    let res = timer
+        .try_timeout_at(deadline, std::future::pending::<()>())
+        .unwrap()
+        .await;
+    assert!(!res.unwrap_err().is_timer_stopped());
+    assert_eq!(tokio::time::Instant::now(), deadline);
+    let ok = timer
+        .try_timeout(Duration::from_secs(1), async { 7 })
+        .unwrap();
+    assert_eq!(ok.await, Ok(7));
+}

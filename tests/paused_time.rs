@@ -163,6 +163,58 @@ async fn a_past_deadline_is_ready_on_the_first_poll() {
     assert_eq!(timer.pending(), 0);
 }
 
+/// Issue 27: `is_expired` follows tokio's `Sleep::is_elapsed`: a timeout
+/// never polled reports `false` whatever its deadline (a never-polled
+/// `sleep_until(2 s ago)` reported `true`), and once polled reports `true`
+/// from its deadline on. `hashwheel::time::Sleep::is_elapsed` agrees.
+#[tokio::test(start_paused = true)]
+async fn is_expired_is_false_until_the_first_poll_whatever_the_deadline() {
+    let timer = Timer::new();
+    time::advance(ms(5000)).await;
+
+    // Its deadline had passed when it was created.
+    let mut past = task::spawn(timer.sleep_until(Instant::now() - ms(2000)));
+    assert!(!past.is_expired(), "never polled");
+    let mut zero = task::spawn(timer.sleep(Duration::ZERO));
+    assert!(!zero.is_expired(), "never polled");
+    let mut sleep = task::spawn(hashwheel::time::sleep_until(Instant::now() - ms(2000)));
+    assert!(!sleep.is_elapsed(), "never polled");
+
+    // Its deadline passes before its first poll.
+    let mut later = timer.sleep(ms(5));
+    time::advance(ms(20)).await;
+    assert!(!later.is_expired(), "never polled");
+
+    assert_ready!(past.poll());
+    assert_ready!(zero.poll());
+    assert_ready!(sleep.poll());
+    assert!(past.is_expired() && zero.is_expired());
+    assert!(sleep.is_elapsed());
+    let start = Instant::now();
+    (&mut later).await;
+    assert!(later.is_expired());
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert!(!past.is_cancelled());
+
+    // Polled while pending: `true` as the driver fires it, before the
+    // task polls it again.
+    let mut polled = task::spawn(timer.sleep(ms(5)));
+    assert_pending!(polled.poll());
+    assert!(!polled.is_expired());
+    time::advance(ms(5)).await;
+    assert!(polled.is_woken());
+    assert!(polled.is_expired());
+
+    // A reset makes it pending again, unpolled: `false` until polled.
+    past.reset(ms(1));
+    assert!(!past.is_expired());
+    time::advance(ms(2)).await;
+    assert!(!past.is_expired());
+    let mut past = past.into_inner();
+    (&mut past).await;
+    assert!(past.is_expired());
+}
+
 /// tokio's `interval` test of `time_pause.rs`, on a hashwheel `Interval`.
 #[tokio::test(start_paused = true)]
 async fn interval_ticks_as_tokio_does() {

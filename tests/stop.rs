@@ -63,9 +63,23 @@ async fn after_stop_new_timeouts_are_refused() {
         .try_schedule(Duration::from_secs(1), || {})
         .unwrap_err()
         .is_stopped());
+    let err = timer
+        .try_timeout(Duration::from_secs(1), std::future::ready(()))
+        .unwrap_err();
+    assert!(err.is_stopped() && !err.is_at_capacity());
+    assert_eq!(err.to_string(), "timer is stopped");
+    // Past deadlines too, which never enter the wheel.
+    let now = tokio::time::Instant::now();
+    assert!(timer
+        .try_timeout_at(now, std::future::ready(()))
+        .unwrap_err()
+        .is_stopped());
     let panic = std::panic::catch_unwind(|| timer.sleep(Duration::from_secs(1))).unwrap_err();
     let msg = panic.downcast_ref::<String>().unwrap();
     assert_eq!(msg, "hashwheel: timer is stopped");
+    let panic = std::panic::catch_unwind(|| drop(timer.timeout(Duration::from_secs(1), async {})))
+        .unwrap_err();
+    assert_eq!(panic_message(panic), "hashwheel: timer is stopped");
 }
 
 #[tokio::test(start_paused = true)]
@@ -142,6 +156,14 @@ fn a_timer_that_outlived_its_runtime_says_why_it_stopped() {
     assert_eq!(err.to_string(), RUNTIME_GONE);
     let panic = std::panic::catch_unwind(|| timer.sleep(Duration::from_secs(5))).unwrap_err();
     assert_eq!(panic_message(panic), format!("hashwheel: {RUNTIME_GONE}"));
+    let err = timer
+        .try_timeout(Duration::from_secs(5), std::future::ready(()))
+        .unwrap_err();
+    assert_eq!(err.to_string(), RUNTIME_GONE);
+    let err = timer
+        .try_timeout_at(std::time::Instant::now(), std::future::ready(()))
+        .unwrap_err();
+    assert_eq!(err.to_string(), RUNTIME_GONE);
     // A stop afterwards changes nothing: the first reason stays.
     assert!(timer.stop().is_empty());
     assert_eq!(

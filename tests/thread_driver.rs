@@ -92,10 +92,23 @@ fn never_early_at_ticks_from_10us_to_1ms() {
     }
 }
 
+/// Issue 27: a tick under 10 µs quietly became 10 µs; it is an error, and
+/// 10 µs itself is kept.
 #[test]
-fn a_tick_below_10us_is_raised_to_10us() {
+fn a_tick_below_10us_is_an_error() {
+    let err = Timer::builder()
+        .tick(Duration::from_nanos(9_999))
+        .driver_thread()
+        .build()
+        .unwrap_err();
+    assert!(err.is_invalid_config());
+    assert_eq!(
+        err.to_string(),
+        "invalid timer configuration: a thread-driven timer's tick must be at least 10µs, \
+         got 9.999µs"
+    );
     let timer = Timer::builder()
-        .tick(Duration::from_nanos(500))
+        .tick(us(10))
         .driver_thread()
         .build()
         .unwrap();

@@ -314,10 +314,10 @@ async fn sleep_is_unpin_and_reports_is_elapsed_only_once_polled_as_tokio_does() 
     let now = tokio::time::Instant::now();
     let mut sleep = hashwheel::time::sleep_until(now);
     unpin(&sleep);
-    // tokio's `Sleep` says `false` here too: not yet polled. The `Timer`
-    // API's `Timeout` already knows its deadline has passed.
+    // tokio's `Sleep` says `false` here too: not yet polled. So does the
+    // `Timer` API's `Timeout`.
     assert!(!sleep.is_elapsed());
-    assert!(Timer::current().sleep_until(now).is_expired());
+    assert!(!Timer::current().sleep_until(now).is_expired());
     (&mut sleep).await;
     assert!(sleep.is_elapsed());
     assert!(format!("{sleep:?}").starts_with("Sleep"));
@@ -327,4 +327,70 @@ async fn sleep_is_unpin_and_reports_is_elapsed_only_once_polled_as_tokio_does() 
         .is_none());
     hashwheel::time::sleep(Duration::MAX).await;
     assert!(now.elapsed() >= Duration::from_secs(86_400 * 365 * 30));
+}
+
+/// Issue 27: `Sleep::deadline()` was the deadline rounded up to the
+/// timer's microsecond, not the instant given (tokio returns it exactly),
+/// also after `reset`. On the real clock, where instants have nanoseconds:
+/// of several offsets at least one is not a whole microsecond from the
+/// default timer's start.
+#[tokio::test]
+async fn sleep_deadline_is_the_instant_given_on_the_real_clock() {
+    use hashwheel::time::{sleep_until, Instant};
+    let base = Instant::now() + Duration::from_millis(50);
+    for ns in [1u64, 250, 333, 500, 999] {
+        let deadline = base + Duration::from_nanos(ns);
+        let mut sleep = sleep_until(deadline);
+        assert_eq!(sleep.deadline(), deadline, "{ns} ns");
+        let later = deadline + Duration::from_nanos(1_000_000 + ns);
+        std::pin::Pin::new(&mut sleep).reset(later);
+        assert_eq!(sleep.deadline(), later, "{ns} ns, after reset");
+    }
+}
+
+/// Issue 27: a `sleep(d)`'s deadline is now + `d` exactly, as tokio's,
+/// though `d` is not a whole microsecond.
+#[tokio::test(start_paused = true)]
+async fn sleep_deadline_is_now_plus_the_duration_to_the_nanosecond() {
+    use hashwheel::time::{sleep, Instant};
+    tokio::time::advance(Duration::from_nanos(123)).await;
+    let d = Duration::from_nanos(1_234_567);
+    let sleep = sleep(d);
+    let deadline = Instant::now() + d;
+    assert_eq!(sleep.deadline(), deadline);
+    sleep.await;
+    assert!(Instant::now() >= deadline);
+}
+
+/// Issue 27: when the first `hashwheel::time` call of a runtime was a
+/// `sleep_until` 20 ms in the past, its `deadline()` said about "now" (the
+/// default timer, built by that call, starts then).
+#[test]
+fn a_past_deadline_on_a_fresh_runtime_is_reported_as_given() {
+    let rt = Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        use hashwheel::time::{sleep_until, Instant};
+        let past = Instant::now() - Duration::from_millis(20);
+        let sleep = sleep_until(past);
+        assert_eq!(sleep.deadline(), past);
+        sleep.await;
+    });
+}
+
+/// Issue 27: `IntervalStream::new(hashwheel::time::interval(..))` does not
+/// compile (tokio-stream's wrapper takes tokio's `Interval`); the interval
+/// is a `Stream` itself, of tokio's `Instant`s, the same ticks as `tick`.
+#[tokio::test(start_paused = true)]
+async fn an_interval_is_a_stream_of_tokio_instants_without_a_wrapper() {
+    use futures_util::StreamExt;
+    use hashwheel::time::{interval, Instant};
+    fn stream<S: futures_util::Stream<Item = Instant> + Unpin>(s: S) -> S {
+        s
+    }
+    let start = Instant::now();
+    let mut ticks = stream(interval(Duration::from_millis(10)));
+    let got: Vec<Instant> = (&mut ticks).take(3).collect().await;
+    let ms = Duration::from_millis;
+    assert_eq!(got, [start, start + ms(10), start + ms(20)]);
+    assert_eq!(ticks.tick().await, start + ms(30));
 }

@@ -2,8 +2,9 @@
 //! logs `tracing::warn!`, once per process; 64 do not, clones count once,
 //! and a timer stops counting when it stops or its last handle goes.
 //!
-//! A test binary of its own, with one test: the warning is once per
-//! process, so no other test may build timers beside it.
+//! A test binary of its own: the warning is once per process, so no
+//! other test may build timers beside it (the second test builds none: it
+//! runs the first in a child process, to read its stderr).
 
 mod common;
 
@@ -83,4 +84,25 @@ fn the_65th_live_timer_of_a_runtime_warns_once() {
     let more_on_other = timers_on(&other, 60);
     assert_eq!(too_many(&capture).len(), 1);
     drop((clones, on_other, more_on_other, timeout));
+}
+
+/// Issue 27: the warning went only to `tracing`, invisible to a program
+/// without a subscriber. It goes to stderr too, once per process: the test
+/// above, run in a child process with `--nocapture` (libtest captures
+/// `eprintln!` otherwise), prints it once.
+#[test]
+fn the_warning_also_goes_to_stderr_once() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_65th_live_timer_of_a_runtime_warns_once",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches(WARNING).count(), 1, "{stderr}");
+    assert!(stderr.contains("build one per runtime"), "{stderr}");
 }

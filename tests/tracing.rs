@@ -58,18 +58,6 @@ async fn a_panicking_executor_is_reported_with_warn() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_sub_millisecond_tick_is_raised_with_a_warning() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
-    let timer = Timer::builder()
-        .tick(Duration::from_micros(100))
-        .build()
-        .unwrap();
-    assert_eq!(timer.tick(), Duration::from_millis(1));
-    assert!(capture.has(Level::WARN, "hashwheel: tick raised to the minimum of 1ms"));
-}
-
-#[tokio::test(start_paused = true)]
 async fn a_driver_that_runs_late_warns_when_it_catches_up() {
     let capture = Capture::default();
     let _guard = tracing::subscriber::set_default(capture.clone());
