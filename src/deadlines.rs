@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::task::Waker;
 
 use crate::wheel::dir::boxed_array;
 use crate::wheel::raw::{Due, Key};
@@ -255,8 +256,10 @@ impl Deadlines {
     ///
     /// An interval's entry ([`BEAT`]) whose last tick was taken is re-armed
     /// instead, at the tick its handle left in its [`Beat`]
-    /// ([`Due::Rearm`]), and `woken` gets the beat to wake once the lock is
-    /// released. One whose last tick is still untaken fires, unwoken, and
+    /// ([`Due::Rearm`]), and `woken` gets the beat's waker, taken out under
+    /// the lock (no foreign code runs: it only moves), to wake once the lock
+    /// is released; none if the task is registering a new one at that
+    /// moment, which then wakes itself (`AtomicWaker`'s protocol). One whose last tick is still untaken fires, unwoken, and
     /// is marked [`STALLED`]: a task that stopped calling `tick` is not
     /// woken again. (An interval's word changes only under the lock: its
     /// handle never extends it without it.)
@@ -266,7 +269,7 @@ impl Deadlines {
         key: Key,
         filed: u64,
         beats: &Sparse<Arc<Beat>>,
-        woken: impl FnOnce(Arc<Beat>),
+        woken: impl FnOnce(Waker),
     ) -> Due {
         let slot = self.slot(key);
         let mut cur = slot.load(Ordering::Acquire);
@@ -297,8 +300,8 @@ impl Deadlines {
         slot: &AtomicU64,
         cur: u64,
         filed: u64,
-        beat: &Arc<Beat>,
-        woken: impl FnOnce(Arc<Beat>),
+        beat: &Beat,
+        woken: impl FnOnce(Waker),
     ) -> Due {
         let tick = cur & FAR;
         if tick != FAR && tick > filed {
@@ -317,12 +320,12 @@ impl Deadlines {
                     slot.store(cur & !LINKED, Ordering::Release);
                     beat.state
                         .store(state | UNTAKEN | STALLED, Ordering::Release);
-                    woken(beat.clone());
+                    beat.wake_to(woken);
                     return Due::Fire;
                 }
                 slot.store((cur & !FAR) | after, Ordering::Release);
                 beat.state.store(state | UNTAKEN, Ordering::Release);
-                woken(beat.clone());
+                beat.wake_to(woken);
                 return Due::Rearm(after);
             }
             // Untaken: stall, unless the handle takes the tick meanwhile
@@ -395,6 +398,18 @@ impl Beat {
         Beat {
             state: AtomicU64::new(after.min(AFTER_MASK)),
             waker: futures_util::task::AtomicWaker::new(),
+        }
+    }
+
+    /// Hands the registered waker (if any) to `woken`, after the state
+    /// says the tick came: taken, not woken, so that the driver can take it
+    /// under the shard's lock and wake it after. A registration racing the
+    /// take sees the tick in the state, or is woken by `AtomicWaker`'s own
+    /// protocol.
+    #[inline]
+    fn wake_to(&self, woken: impl FnOnce(Waker)) {
+        if let Some(waker) = self.waker.take() {
+            woken(waker);
         }
     }
 }

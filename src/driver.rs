@@ -29,7 +29,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Wake, Waker};
 
 use tokio::runtime::Handle;
@@ -57,6 +57,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
         runner: executor.bind(handle.clone()),
+        batch: Mutex::new(Vec::new()),
     });
     alarm.start(handle, Waker::from(driver));
     // The guard exists from here on, not from the task's first poll: a
@@ -80,6 +81,10 @@ struct Driver {
     shards: Box<[Weak<Shard>]>,
     /// Where due callbacks run.
     runner: TaskRunner,
+    /// The batch of the last turn, empty, kept so that a turn allocates
+    /// nothing: taken out for the turn (no lock is held while it wakes
+    /// anything) and put back after.
+    batch: Mutex<Vec<Fired>>,
 }
 
 impl Wake for Driver {
@@ -109,7 +114,9 @@ impl Wake for Driver {
                 Err(actual) => state = actual,
             }
         }
-        let mut batch = Vec::with_capacity(BATCH);
+        let mut batch =
+            std::mem::take(&mut *self.batch.lock().unwrap_or_else(PoisonError::into_inner));
+        batch.reserve(BATCH);
         // This runs inside the runtime's timer processing, on a worker and
         // outside any task: a panic unwinding from here would abort a
         // debug build of tokio ("worker thread panicking; aborting
@@ -120,6 +127,11 @@ impl Wake for Driver {
         let turned = catch_unwind(AssertUnwindSafe(|| self.turn_loop(&common, &mut batch)));
         if let Err(panic) = turned {
             self.contain_panic(&common, &mut batch, &*panic);
+        }
+        // Delivered to the last (`deliver` drains it): the capacity goes
+        // back for the next turn.
+        if batch.is_empty() {
+            *self.batch.lock().unwrap_or_else(PoisonError::into_inner) = batch;
         }
     }
 }

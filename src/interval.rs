@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
+use crate::deadlines::{AFTER_MASK, FAR};
 use crate::error::{Error, StopReason};
 use crate::shard::{far_future, Beat, STALLED, UNTAKEN};
 use crate::timeout::Timeout;
@@ -96,6 +97,13 @@ pub struct Interval {
     /// a reset to a past instant).
     due_now: bool,
     period: Duration,
+    /// The period in the timer's ticks, where it is a whole number of
+    /// them (0 where it is not: a period is never zero): an on-time tick
+    /// then re-arms one period after the last re-arm tick, with no clock
+    /// arithmetic (see [`after_on_time`](Self::after_on_time)). A `u64`,
+    /// not an `Option`: the interval lives in its task's future, which
+    /// every beat touches.
+    period_ticks: u64,
     /// How late a tick may be and still count as on time.
     tolerance: Duration,
     behavior: MissedTickBehavior,
@@ -175,12 +183,14 @@ impl Interval {
         tick: Duration,
     ) -> Interval {
         let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
+        let period_ticks = timeout.whole_ticks(period).unwrap_or(0);
         Interval {
             timeout,
             beat,
             next: start,
             due_now: false,
             period,
+            period_ticks,
             tolerance: tick + TOLERANCE,
             behavior: MissedTickBehavior::default(),
         }
@@ -325,7 +335,12 @@ impl Interval {
                 && self
                     .beat
                     .state
-                    .compare_exchange(state, self.after(next), Ordering::AcqRel, Ordering::Acquire)
+                    .compare_exchange(
+                        state,
+                        self.after_on_time(state, next),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
                     .is_ok()
             {
                 return due;
@@ -339,6 +354,24 @@ impl Interval {
     /// fires.
     fn after(&self, next: Instant) -> u64 {
         self.timeout.tick_of(add(next, self.period))
+    }
+
+    /// [`after`](Self::after) for `next`, the tick after an on-time one,
+    /// from the beat's `state`: its re-arm tick is that of `next` (every
+    /// write of the state leaves `after` of the handle's next tick), so the
+    /// one after is a period later, when the period is a whole number of
+    /// ticks and that tick is past the timer's start (`tick_of` clamps
+    /// earlier deadlines to 0) and short of the word's range.
+    #[inline]
+    fn after_on_time(&self, state: u64, next: Instant) -> u64 {
+        let last = state & AFTER_MASK;
+        match self.period_ticks {
+            period if period > 0 && last > 0 && period < FAR - last.min(FAR) => {
+                debug_assert_eq!(last + period, self.after(next), "re-arm tick by sum");
+                last + period
+            }
+            _ => self.after(next),
+        }
     }
 
     /// Moves the entry to `next` under the lock and clears what the driver

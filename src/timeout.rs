@@ -469,6 +469,12 @@ impl Timeout {
         self.shard.common.tick_of(deadline)
     }
 
+    /// `d` in the timer's ticks, if it is a whole number of them (see
+    /// [`Clock::whole_units`](crate::clock::Clock::whole_units)).
+    pub(crate) fn whole_ticks(&self, d: Duration) -> Option<u64> {
+        self.shard.common.clock.whole_units(d)
+    }
+
     /// The time by the timer's clock.
     pub(crate) fn now(&self) -> Instant {
         self.shard.common.now()
@@ -632,9 +638,8 @@ impl Future for Timeout {
                         this.set(CANCELLED, tick);
                         return Poll::Ready(());
                     };
-                    let done = match state.wheel.state(key) {
-                        State::Pending => {
-                            let slot = state.wheel.value_mut(key);
+                    let done = match state.wheel.pending_value_mut(key) {
+                        Ok(slot) => {
                             if slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                                 return Poll::Pending;
                             }
@@ -648,8 +653,8 @@ impl Future for Timeout {
                             drop(old);
                             return Poll::Pending;
                         }
-                        State::Fired => FIRED,
-                        State::Cancelled => CANCELLED,
+                        Err(State::Fired) => FIRED,
+                        Err(_) => CANCELLED,
                     };
                     let tick = this.registered_tick(|| state.wheel.tick(key));
                     let (_, waker) = state.wheel.remove(key);

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use crate::error::StopReason;
 use crate::executor::TaskRunner;
-use crate::shard::{panic_message, stop, wake, Beat, Common, Shard, TaskInner};
+use crate::shard::{panic_message, stop, wake, Common, Shard, TaskInner};
 use crate::wheel::raw::Popped;
 
 /// Expired entries taken out under one lock, at most: bounds the time a
@@ -126,10 +126,9 @@ pub(crate) fn after_turn(common: &Common, turned: Turned) {
 
 /// What an expired entry leaves to do once the lock is released.
 pub(crate) enum Fired {
+    /// A timeout's waker, or an interval's (its entry re-armed already).
     Waker(Waker),
     Task(Arc<TaskInner>),
-    /// An interval's tick: its entry is re-armed already.
-    Beat(Arc<Beat>),
 }
 
 /// Expires everything due at or before `now` on every live shard, in
@@ -164,7 +163,7 @@ pub(crate) fn turn(
                     // tick and its task woken.
                     let beats = &state.beats;
                     let due = |key, filed| {
-                        deadlines.due(key, filed, beats, |beat| batch.push(Fired::Beat(beat)))
+                        deadlines.due(key, filed, beats, |waker| batch.push(Fired::Waker(waker)))
                     };
                     // Lateness counts from the turn's one clock reading:
                     // the wakes below follow within the turn. The wheel
@@ -221,11 +220,6 @@ pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner) -> usize {
         match fired {
             Fired::Waker(waker) => wake(waker),
             Fired::Task(task) => spawned += usize::from(runner.run(task)),
-            Fired::Beat(beat) => {
-                if let Some(waker) = beat.waker.take() {
-                    wake(waker);
-                }
-            }
         }
     }
     spawned

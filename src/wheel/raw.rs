@@ -363,15 +363,27 @@ impl<T> Wheel<T> {
         self.entry(key).state()
     }
 
+    /// The value of the entry at `key`.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
+        &mut self.entry_mut(key).value
+    }
+
     /// The deadline tick of the entry at `key`.
     pub(crate) fn tick(&self, key: Key) -> u64 {
         self.entry(key).tick()
     }
 
-    /// The value of the entry at `key`.
+    /// The value of the pending entry at `key`, or the state of one that is
+    /// not pending, with one look-up (a timeout polled while it waits).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn value_mut(&mut self, key: Key) -> &mut T {
-        &mut self.entry_mut(key).value
+    #[inline]
+    pub(crate) fn pending_value_mut(&mut self, key: Key) -> Result<&mut T, State> {
+        let entry = self.entry_mut(key);
+        match entry.state() {
+            State::Pending => Ok(&mut entry.value),
+            state => Err(state),
+        }
     }
 
     /// The value at `key`, if the store holds one there.
@@ -455,6 +467,12 @@ impl<T> Wheel<T> {
             if self.elapsed >= now {
                 return None;
             }
+            if self.linked == 0 {
+                // Nothing anywhere (a shard no thread uses, on every turn):
+                // no search of the buckets and the ring.
+                self.elapsed = now;
+                return None;
+            }
             if let Some((bucket, slot)) = self.next_bucket() {
                 let start = slot << self.res;
                 if start > now {
@@ -520,6 +538,11 @@ impl<T> Wheel<T> {
         let next = (self.elapsed + 1) >> self.res;
         let round = next >> self.shift;
         let from = (next & self.bucket_mask) as usize;
+        if self.buckets.heads[from] != NIL {
+            // The bucket being expired, still holding entries (every pop
+            // of a busy tick comes here): no search.
+            return Some((from, next));
+        }
         while let Some(bucket) = self.buckets.occupied.next_set(from) {
             if self.buckets.heads[bucket] != NIL {
                 return Some((bucket, (round << self.shift) | bucket as u64));
@@ -609,6 +632,9 @@ impl<T> Wheel<T> {
         const SCAN: usize = 64;
         if self.due != NIL {
             return Some(self.elapsed);
+        }
+        if self.linked == 0 {
+            return None;
         }
         if let Some((bucket, slot)) = self.next_bucket() {
             if self.res == 0 {
@@ -838,6 +864,13 @@ impl<T> Wheel<T> {
     /// Pushes `key` at the head of `list`.
     #[inline]
     fn push(&mut self, list: List, key: Key) {
+        self.push_at(list, key, None);
+    }
+
+    /// [`push`](Self::push), setting the entry's tick to `tick` if given
+    /// (with the same look-up of the entry).
+    #[inline]
+    fn push_at(&mut self, list: List, key: Key, tick: Option<u64>) {
         let (head, occupied, i) = match list {
             List::Bucket(i) => (
                 &mut self.buckets.heads[i],
@@ -860,6 +893,9 @@ impl<T> Wheel<T> {
             self.entry_mut(old).prev = key;
         }
         let entry = self.entry_mut(key);
+        if let Some(tick) = tick {
+            entry.set_tick(tick);
+        }
         entry.next = old;
         entry.prev = NIL;
     }
@@ -960,16 +996,19 @@ impl<T: Default> Wheel<T> {
             let key = self.next_due(now)?;
             let entry = self.entry(key);
             if !entry.is_detached() {
-                let filed = entry.tick();
+                let (filed, prev, next) = (entry.tick(), entry.prev, entry.next);
                 let (tick, rearmed) = match due(key, filed) {
                     Due::Fire => return Some(Popped::Expired(self.expire(key))),
                     Due::Refile(tick) => (tick, false),
                     Due::Rearm(tick) => (tick, true),
                 };
                 debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
-                self.unlink(key);
-                self.entry_mut(key).set_tick(tick);
-                self.link(key, tick);
+                // `due` moved nothing in the wheel: the links read above
+                // still hold.
+                self.unlink_links(key, prev, next, filed);
+                self.linked += 1;
+                let list = self.list_for(tick);
+                self.push_at(list, key, Some(tick));
                 if rearmed {
                     return Some(Popped::Rearmed(filed));
                 }

@@ -21,6 +21,11 @@ pub struct Config {
     pub w9_workers: usize,
     pub w9_warmup_ms: u64,
     pub w9_window_ms: u64,
+    /// `--w9-scales`: W9 at 10,000, 100,000 and 1,000,000 connections, on
+    /// 1 and 2 workers, every contender in rounds (see `w9_scales`).
+    pub w9_scales: bool,
+    /// Rounds of `--w9-scales` (`--w9-rounds=N`, 3 by default).
+    pub w9_rounds: usize,
     pub q_pairs: usize,
     /// W10 requests per task (1,000 tasks) per contender and flavour
     /// (`--w10-loops=N`).
@@ -82,6 +87,8 @@ impl Config {
                 w9_workers: 2,
                 w9_warmup_ms: 1_000,
                 w9_window_ms: 2_000,
+                w9_scales: false,
+                w9_rounds: 3,
                 q_pairs: 200_000,
                 w10_loops: 200,
                 w10_rounds: 2,
@@ -111,6 +118,8 @@ impl Config {
                 w9_workers: 2,
                 w9_warmup_ms: 2_000,
                 w9_window_ms: 4_000,
+                w9_scales: false,
+                w9_rounds: 3,
                 q_pairs: 1_000_000,
                 w10_loops: 1_000,
                 w10_rounds: 3,
@@ -130,6 +139,8 @@ impl Config {
             w9_workers: arg("workers").unwrap_or(cfg.w9_workers),
             w9_warmup_ms: arg("warmup-ms").unwrap_or(cfg.w9_warmup_ms),
             w9_window_ms: arg("window-ms").unwrap_or(cfg.w9_window_ms),
+            w9_scales: std::env::args().any(|a| a == "--w9-scales"),
+            w9_rounds: arg("w9-rounds").unwrap_or(cfg.w9_rounds),
             w10_loops: arg("w10-loops").unwrap_or(cfg.w10_loops),
             w10_rounds: arg("w10-rounds").unwrap_or(cfg.w10_rounds),
             w11_count: arg("w11-count").unwrap_or(cfg.w11_count),

@@ -40,7 +40,7 @@
 //!
 //! W9 (heartbeat storm) measures process-wide figures (CPU, context
 //! switches, RSS), so each contender runs in a fresh child process of this
-//! binary (`--w9-child=hashwheel|tokio`), which prints one `W9CHILD key=value
+//! binary (`--w9-child=hashwheel|time|tokio|alt|pingora`), which prints one `W9CHILD key=value
 //! ...` line that the parent reads: nothing of one contender (threads, heap,
 //! rusage) bleeds into the other's figures.
 //!
@@ -80,6 +80,9 @@
 //! - `fire`: W4 (fire spawned tasks, lateness);
 //! - `idle`: W6 and W8 (idle CPU, driver wake-ups);
 //! - `w9`: W9 (heartbeat storm, one child process per contender);
+//!   `w9_scales`: the same at 10,000, 100,000 and 1,000,000 connections,
+//!   1 and 2 workers, in rounds (`--only=W9 --w9-scales [--w9-rounds=3]`),
+//!   and its chart `w9-scales.svg`;
 //! - `w10`: W10 (request-timeout wrapper, on tokio and on any executor);
 //! - `w11`: W11 (growth: tail latency of insert, reset, cancel; a 1 ms
 //!   interval's lateness while a timer grows);
@@ -106,6 +109,7 @@ mod w10;
 mod w11;
 mod w12;
 mod w9;
+mod w9_scales;
 
 use config::{arg, Config};
 use report::{floors, Row};
@@ -182,7 +186,10 @@ fn main() {
         rows.extend(idle::w8(&cfg));
         eprintln!("W8 done ({:.1?})", t0.elapsed());
     }
-    if cfg.runs("W9") {
+    if cfg.runs("W9") && cfg.w9_scales {
+        w9_scales::w9_scales(&cfg);
+        eprintln!("W9 across scales done ({:.1?})", t0.elapsed());
+    } else if cfg.runs("W9") {
         let (w9_rows, w9_lines) = w9::w9(&cfg);
         rows.extend(w9_rows);
         lines.extend(w9_lines);

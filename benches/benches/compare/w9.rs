@@ -157,6 +157,22 @@ async fn w9_conn_hashwheel(timer: Timer, first: Instant, window: (Instant, Insta
     }
 }
 
+/// `hashwheel::time`, as code written for `tokio::time` reads once its
+/// `use` line is switched (the idle `Sleep` boxed, as tokio's must be).
+async fn w9_conn_time(first: Instant, window: (Instant, Instant)) {
+    let mut hb = hashwheel::time::interval_at(first, HEARTBEAT);
+    let mut idle = Box::pin(hashwheel::time::sleep(D30));
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.as_mut().reset(Instant::now() + D30);
+            }
+            _ = idle.as_mut() => break,
+        }
+    }
+}
+
 async fn w9_conn_tokio(first: Instant, window: (Instant, Instant)) {
     let mut hb = tokio::time::interval_at(first, HEARTBEAT);
     let mut idle = Box::pin(tokio::time::sleep(D30));
@@ -209,8 +225,12 @@ pub fn w9_child(which: &str, cfg: &Config) {
         match &timer {
             Some(timer) => rt.spawn(w9_conn_hashwheel(timer.clone(), first, window)),
             None if which == "pingora" => rt.spawn(w9_conn_pingora(first, window)),
+            None if which == "time" => rt.spawn(w9_conn_time(first, window)),
             None => rt.spawn(w9_conn_tokio(first, window)),
         };
+    }
+    if Instant::now() > window.0 {
+        eprintln!("W9 {which}: spawning {n} connections outlasted the warm-up; raise --warmup-ms");
     }
     std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
     let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
@@ -258,12 +278,31 @@ pub fn w9_child(which: &str, cfg: &Config) {
 
 /// Runs a W9 child for `which`; returns its `key=value` figures.
 fn w9_run(which: &str, cfg: &Config) -> Vec<(String, f64)> {
+    w9_run_at(
+        which,
+        cfg,
+        cfg.w9_connections,
+        cfg.w9_workers,
+        cfg.w9_warmup_ms,
+    )
+}
+
+/// [`w9_run`] at `connections` on `workers` workers, after `warmup_ms` of
+/// warm-up (which must cover spawning the connections: a million take
+/// seconds on a loaded machine).
+pub fn w9_run_at(
+    which: &str,
+    cfg: &Config,
+    connections: usize,
+    workers: usize,
+    warmup_ms: u64,
+) -> Vec<(String, f64)> {
     let exe = std::env::current_exe().expect("current_exe");
     let out = std::process::Command::new(exe)
         .arg(format!("--w9-child={which}"))
-        .arg(format!("--connections={}", cfg.w9_connections))
-        .arg(format!("--workers={}", cfg.w9_workers))
-        .arg(format!("--warmup-ms={}", cfg.w9_warmup_ms))
+        .arg(format!("--connections={connections}"))
+        .arg(format!("--workers={workers}"))
+        .arg(format!("--warmup-ms={warmup_ms}"))
         .arg(format!("--window-ms={}", cfg.w9_window_ms))
         .stderr(std::process::Stdio::inherit())
         .output()
