@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 
-use crate::wheel::dir::boxed_array;
+use crate::wheel::dir::{boxed_array, NEAR_SHIFT};
 use crate::wheel::raw::{Due, Key};
-use crate::wheel::store::{self, Place, Sparse, NEAR_SHIFT};
+use crate::wheel::store::{self, Place, Sparse};
 
 /// The deadline word of an owned wheel entry (a registered
 /// [`Timeout`](crate::Timeout)), one `AtomicU64` per store slot in a

@@ -22,7 +22,12 @@
 //! inline part at 2.5 KiB (the chunk pointers of group 0 and the group
 //! pointers of the rest).
 
-use super::store::{NEAR_SHIFT, PAGE_SHIFT};
+/// log2 of the keys in a big page of the store (256): the directory's
+/// unit (the store's `PAGE`).
+pub(crate) const PAGE_SHIFT: u32 = 8;
+/// The keys below `1 << NEAR_SHIFT` (2^26) reach their page's chunk from
+/// inside the table (see [`Dir`]).
+pub(crate) const NEAR_SHIFT: u32 = 26;
 
 /// Page pointers in a chunk.
 pub(crate) const CHUNK_SHIFT: u32 = 10;

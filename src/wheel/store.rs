@@ -49,6 +49,7 @@
 
 use std::mem;
 
+pub(crate) use super::dir::PAGE_SHIFT;
 use super::dir::{boxed_array, Dir};
 
 /// Keys in the first page (and in the second).
@@ -57,12 +58,8 @@ const FIRST_SHIFT: u32 = 6;
 /// Keys in every page of the store from [`SMALL_PAGES`] on (see the module
 /// docs for why 256).
 pub(crate) const PAGE: usize = 1 << PAGE_SHIFT;
-pub(crate) const PAGE_SHIFT: u32 = 8;
 /// The pages smaller than [`PAGE`]: 64, 64 and 128 keys.
 pub(crate) const SMALL_PAGES: usize = small_pages(PAGE_SHIFT);
-/// The keys below `1 << NEAR_SHIFT` (2^26) reach their page's chunk from
-/// inside the table (see [`Dir`]).
-pub(crate) const NEAR_SHIFT: u32 = 26;
 /// The highest big page number, in tables of [`PAGE`] keys.
 pub(crate) const MAX_BIG: usize = (u32::MAX >> PAGE_SHIFT) as usize;
 /// Pages enough for every `u32` key.
