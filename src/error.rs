@@ -49,8 +49,8 @@ pub(crate) enum StopReason {
     DriverPanicked,
     /// A thread-driven timer spawns its callbacks on a runtime
     /// ([`TaskExecutor::spawn`](crate::TaskExecutor::spawn)), and that
-    /// runtime shut down: no callback could run any more.
-    #[cfg(all(feature = "thread", feature = "tokio"))]
+    /// runtime shut down: no callback could run any more. (Only a build
+    /// with both features `thread` and `tokio` has such a timer.)
     SpawnRuntimeGone,
 }
 
@@ -67,7 +67,6 @@ impl StopReason {
                 ": its driver panicked (a bug in hashwheel, please report it); \
                  build a new Timer"
             }
-            #[cfg(all(feature = "thread", feature = "tokio"))]
             StopReason::SpawnRuntimeGone => {
                 ": the runtime its callbacks were spawned on (TaskExecutor::spawn) \
                  has shut down; give the timer a runtime that outlives it"

@@ -409,7 +409,6 @@ impl Common {
             RUNNING => None,
             STOPPED => Some(StopReason::Stopped),
             DRIVER_PANICKED => Some(StopReason::DriverPanicked),
-            #[cfg(all(feature = "thread", feature = "tokio"))]
             SPAWN_RUNTIME_GONE => Some(StopReason::SpawnRuntimeGone),
             _ => Some(StopReason::RuntimeShutDown),
         }
@@ -526,6 +525,7 @@ impl Shard {
     /// Whether a thread that finds the lock taken spins before it sleeps
     /// (see [`Shard::lock`]).
     #[cfg(test)]
+    #[allow(dead_code)] // the thread driver's regression test
     pub(crate) fn spins_on_contention(&self) -> bool {
         self.spin
     }
@@ -655,7 +655,6 @@ pub(crate) fn stop(
         StopReason::Stopped => STOPPED,
         StopReason::RuntimeShutDown => RUNTIME_SHUT_DOWN,
         StopReason::DriverPanicked => DRIVER_PANICKED,
-        #[cfg(all(feature = "thread", feature = "tokio"))]
         StopReason::SpawnRuntimeGone => SPAWN_RUNTIME_GONE,
     };
     if !common.mark_stopped(stopped) {
@@ -729,7 +728,6 @@ const RUNTIME_SHUT_DOWN: u8 = 2;
 const DRIVER_PANICKED: u8 = 3;
 /// Stopped because the runtime a thread-driven timer spawns its callbacks
 /// on shut down (see `executor`).
-#[cfg(all(feature = "thread", feature = "tokio"))]
 const SPAWN_RUNTIME_GONE: u8 = 4;
 
 /// The state of a task. It leaves `PENDING` only under its shard's lock, so
@@ -807,7 +805,7 @@ impl TaskInner {
     /// `callback` if given, as from [`stop`]. Called without the lock, by
     /// the one holder of the callback: the task has left the wheel (`DUE`
     /// or `EXPIRED`), and nothing else moves it from there.
-    #[cfg(feature = "tokio")]
+    #[allow(dead_code)] // only the spawn executor (feature tokio) hands back
     pub(crate) fn hand_back(&self, callback: Option<Callback>) {
         if let Some(callback) = callback {
             *self
