@@ -37,8 +37,8 @@ use tokio::sync::Notify;
 
 use crate::alarm::runtime::rung_while_arming;
 use crate::error::StopReason;
-use crate::executor::{TaskExecutor, TaskRunner};
-use crate::shard::{panic_message, stop, Common, Shard, Shared, IDLE, TURNING};
+use crate::executor::{StopOnDrop, TaskExecutor, TaskRunner};
+use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
 use crate::turn::{self, Fired, BATCH};
 
 /// [`Common::turn_state`]: a turn runs, and another was asked for
@@ -62,7 +62,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     alarm.start(handle, Waker::from(driver));
     // The guard exists from here on, not from the task's first poll: a
     // runtime may shut down before it ever polls the task.
-    let guard = StopOnDrop(Arc::downgrade(&common), shards);
+    let guard = StopOnDrop::new(shared, StopReason::RuntimeShutDown, "driver");
     handle.spawn(wait(guard, alarm.ended()));
     tracing::debug!(shards = shared.shards.len(), "hashwheel: driver started");
 }
@@ -164,38 +164,5 @@ impl Driver {
     fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
         turn::contain_panic(common, &self.shards, &self.runner, batch, panic);
         common.turn_state.store(IDLE, Ordering::SeqCst);
-    }
-}
-
-/// Stops the timer when dropped, unless it already ended.
-struct StopOnDrop(Weak<Common>, Box<[Weak<Shard>]>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        let Some(common) = self.0.upgrade() else {
-            let why = "every timer handle and timeout dropped";
-            tracing::debug!(why, "hashwheel: driver ended");
-            return;
-        };
-        if common.is_stopped() {
-            tracing::debug!(why = "timer stopped", "hashwheel: driver ended");
-        } else {
-            tracing::debug!("hashwheel: driver task ended; stopping the timer");
-            // The runtime drops this while it shuts down: a panic must not
-            // unwind into it (a panic in a drop during unwinding aborts).
-            let stopped = catch_unwind(AssertUnwindSafe(|| {
-                stop(
-                    &common,
-                    self.1.iter().filter_map(Weak::upgrade),
-                    StopReason::RuntimeShutDown,
-                );
-            }));
-            if let Err(panic) = stopped {
-                tracing::error!(
-                    panic = panic_message(&*panic),
-                    "hashwheel: stopping the timer at runtime shutdown panicked"
-                );
-            }
-        }
     }
 }

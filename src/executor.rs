@@ -9,16 +9,15 @@ use std::sync::Arc;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 #[cfg(all(feature = "thread", feature = "tokio"))]
-use std::sync::Weak;
-
-#[cfg(all(feature = "thread", feature = "tokio"))]
 use tokio::sync::Notify;
 
-#[cfg(all(feature = "thread", feature = "tokio"))]
+#[cfg(feature = "tokio")]
 use crate::error::StopReason;
 use crate::shard::{panic_message, TaskInner};
-#[cfg(all(feature = "thread", feature = "tokio"))]
+#[cfg(feature = "tokio")]
 use crate::shard::{stop, Common, Shard, Shared};
+#[cfg(feature = "tokio")]
+use std::sync::Weak;
 
 /// A scheduled callback, as an executor receives it.
 type Callback = Box<dyn FnOnce() + Send + 'static>;
@@ -430,9 +429,11 @@ impl TaskRunner {
         let (Kind::Spawn, Some(handle)) = (&self.executor.kind, &self.handle) else {
             return;
         };
-        let (common, shards) = shared.driver_parts();
-        let guard = StopOnDrop(Arc::downgrade(&common), shards);
-        drop(common);
+        let guard = StopOnDrop::new(
+            shared,
+            StopReason::SpawnRuntimeGone,
+            "spawn runtime's guard",
+        );
         let ended = Arc::new(Notify::new());
         self.watch = Some(Watch(ended.clone()));
         drop(handle.spawn(async move {
@@ -454,36 +455,62 @@ impl Drop for Watch {
     }
 }
 
-/// Stops the timer when dropped while it runs: the runtime a thread-driven
-/// timer spawns its callbacks on dropped the guard task (see
-/// [`TaskRunner::watch`]).
-#[cfg(all(feature = "thread", feature = "tokio"))]
-struct StopOnDrop(Weak<Common>, Box<[Weak<Shard>]>);
+/// Stops a timer for `reason` when dropped, unless it already stopped or
+/// is gone: held by a guard task on a runtime the timer depends on (the
+/// one that drives it, or the one its callbacks are spawned on), which the
+/// runtime drops as it shuts down. `name` says whose guard it is in the
+/// debug events ("driver": "hashwheel: driver ended").
+#[cfg(feature = "tokio")]
+pub(crate) struct StopOnDrop {
+    common: Weak<Common>,
+    shards: Box<[Weak<Shard>]>,
+    reason: StopReason,
+    name: &'static str,
+}
 
-#[cfg(all(feature = "thread", feature = "tokio"))]
+#[cfg(feature = "tokio")]
+impl StopOnDrop {
+    /// A guard over `shared`'s timer.
+    pub(crate) fn new(shared: &Shared, reason: StopReason, name: &'static str) -> StopOnDrop {
+        let (common, shards) = shared.driver_parts();
+        StopOnDrop {
+            common: Arc::downgrade(&common),
+            shards,
+            reason,
+            name,
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        let Some(common) = self.0.upgrade() else {
+        let name = self.name;
+        let Some(common) = self.common.upgrade() else {
+            let why = "every timer handle and timeout dropped";
+            tracing::debug!(why, "hashwheel: {name} ended");
             return;
         };
         if common.is_stopped() {
+            tracing::debug!(why = "timer stopped", "hashwheel: {name} ended");
             return;
         }
-        tracing::debug!(
-            "hashwheel: the runtime callbacks are spawned on shut down; stopping the timer"
-        );
-        // Dropped by a runtime shutting down: nothing may unwind into it.
+        let reason = self.reason;
+        tracing::debug!(?reason, "hashwheel: {name} ended; stopping the timer");
+        // The runtime drops this while it shuts down: a panic must not
+        // unwind into it (a panic in a drop during unwinding aborts).
         let stopped = catch_unwind(AssertUnwindSafe(|| {
             stop(
                 &common,
-                self.1.iter().filter_map(Weak::upgrade),
-                StopReason::SpawnRuntimeGone,
+                self.shards.iter().filter_map(Weak::upgrade),
+                reason,
             );
         }));
         if let Err(panic) = stopped {
             tracing::error!(
                 panic = panic_message(&*panic),
-                "hashwheel: stopping the timer as its spawn runtime shut down panicked"
+                ?reason,
+                "hashwheel: stopping the timer as a runtime shut down panicked"
             );
         }
     }
