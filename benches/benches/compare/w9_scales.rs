@@ -7,6 +7,8 @@
 //! these machines). Prints one table with every round, the mean, the ratio
 //! of the means to tokio's and the highest single-round ratio, and draws
 //! `w9-scales.svg`: CPU per heartbeat against the connection count.
+//! `--w9-scale=100000x1` (a comma-separated list of `CONNECTIONSxWORKERS`)
+//! runs only those rows.
 
 use std::path::Path;
 
@@ -74,7 +76,14 @@ pub fn w9_scales(cfg: &Config) {
         eprintln!("W9 scales: {ALT_NOTE}");
     }
     let mut results: Vec<((usize, usize), Vec<Rounds>)> = Vec::new();
-    for &(n, workers) in &SCALES {
+    // `--w9-scale=100000x1,10000x2` runs only those rows (the others as
+    // they are in SCALES).
+    let picked: Option<String> = crate::config::arg("w9-scale");
+    let wanted = |n: usize, workers: usize| match &picked {
+        None => true,
+        Some(list) => list.split(',').any(|s| s == format!("{n}x{workers}")),
+    };
+    for &(n, workers) in SCALES.iter().filter(|&&(n, w)| wanted(n, w)) {
         let mut these: Vec<Rounds> = who
             .iter()
             .map(|&(_, name)| Rounds {
