@@ -50,6 +50,8 @@ pub(crate) struct Case {
     pub(crate) ring: usize,
     /// log2 of the time units per bucket.
     pub(crate) res: u32,
+    /// Rounds in level 0 (see [`Wheel::with_window`]).
+    pub(crate) window: usize,
     pub(crate) ops: Vec<Op>,
 }
 
@@ -113,6 +115,7 @@ impl Case {
         let buckets = 1usize << (shape % 7);
         let ring = 1usize << ((shape / 7) % 7);
         let res = u32::from(shape / 49) % 4;
+        let window = 1usize << (b.u8() % 3);
         // Ticks are drawn in buckets' widths.
         let (nb, nr) = ((buckets as u64) << res, ring as u64);
         let mut ops = Vec::new();
@@ -145,6 +148,7 @@ impl Case {
             buckets,
             ring,
             res,
+            window,
             ops,
         }
     }
@@ -152,7 +156,7 @@ impl Case {
     /// Runs the case; `Err` describes the first disagreement with the model.
     pub(crate) fn run(&self) -> Result<(), String> {
         let mut m = Model {
-            wheel: Wheel::with_resolution(self.buckets, self.ring, self.res),
+            wheel: Wheel::with_window(self.buckets, self.ring, self.res, self.window),
             res: self.res,
             entries: BTreeMap::new(),
             elapsed: 0,
@@ -180,8 +184,8 @@ impl Case {
     /// The case as a readable reproduction.
     pub(crate) fn describe(&self) -> String {
         let mut s = format!(
-            "Wheel::with_resolution({}, {}, {}), then:\n",
-            self.buckets, self.ring, self.res
+            "Wheel::with_window({}, {}, {}, {}), then:\n",
+            self.buckets, self.ring, self.res, self.window
         );
         for op in &self.ops {
             let _ = writeln!(s, "  {op:?}");

@@ -12,12 +12,17 @@
 //! every bucket is a doubly linked list threaded through the store by key (no pointers, no `unsafe`). Ticks are grouped into
 //! *rounds* of `buckets` ticks (one turn of the wheel).
 //!
-//! * **Buckets** (level 0) hold only the entries due in the current round, in
-//!   bucket `tick % buckets`. Every entry in a bucket is due when the cursor
-//!   reaches it: a turn visits only what expires.
+//! * **Buckets** (level 0) hold the entries due in the current round and in
+//!   the `window - 1` rounds after it (a window of one round for
+//!   [`new`](Wheel::new)), in bucket `tick % (buckets * window)`. Every entry
+//!   in a bucket is due when the cursor reaches it: a turn visits only what
+//!   expires. An entry re-armed less than `window - 1` rounds ahead (an
+//!   interval's next beat) goes straight into its bucket, never through the
+//!   ring.
 //! * **The round ring** (level 1) holds the entries due in later rounds, in
-//!   slot `round % ring`. When the cursor enters round `r`, slot `r % ring` is
-//!   walked once and its entries for round `r` move into their buckets. The
+//!   slot `round % ring`. When the cursor enters round `r`, slot
+//!   `(r + window - 1) % ring` is walked once and its entries for that round
+//!   move into their buckets. The
 //!   remaining rounds of an entry are therefore counted by the ring instead of
 //!   being decremented on every pass (which costs Netty's wheel a visit of
 //!   every entry on every turn); entries more than one ring away stay put and
@@ -47,7 +52,8 @@
 //! * `elapsed` is the last tick processed: every linked entry not on the due
 //!   list has `tick > elapsed`; every entry on it has `tick <= elapsed`.
 //! * Level 0 holds exactly the linked entries with
-//!   `round(tick) == round(elapsed + 1)`; level 1 those with a later round.
+//!   `round(tick) - round(elapsed + 1) < window`; level 1 those with a later
+//!   round.
 //! * The state of an entry lives in `prev` while it is unlinked: [`FIRED`]
 //!   or [`CANCELLED`].
 
@@ -205,8 +211,11 @@ pub(crate) struct Wheel<T> {
     never: u32,
     /// Head of the [`List::Due`] list.
     due: u32,
-    /// log2 of the number of buckets.
+    /// log2 of the number of buckets in a round.
     shift: u32,
+    /// Rounds held in level 0, a power of two: its buckets are
+    /// `window << shift`.
+    window: u64,
     /// log2 of the time units per bucket (0: one unit per bucket).
     res: u32,
     bucket_mask: u64,
@@ -251,16 +260,28 @@ impl<T> Wheel<T> {
     /// while buckets and rounds span more time.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn with_resolution(buckets: usize, ring: usize, res: u32) -> Wheel<T> {
+        Wheel::with_window(buckets, ring, res, 1)
+    }
+
+    /// A wheel as [`with_resolution`](Self::with_resolution) whose level 0
+    /// holds `window` rounds (a power of two): `buckets * window` list
+    /// heads, so that an entry re-filed up to `window - 1` rounds ahead
+    /// goes straight into its bucket.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn with_window(buckets: usize, ring: usize, res: u32, window: usize) -> Wheel<T> {
         assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
+        assert!(window.is_power_of_two());
+        let level0 = buckets.checked_mul(window).expect("a wheel's buckets fit a usize");
         Wheel {
             entries: Store::new(),
-            buckets: Level::new(buckets),
+            buckets: Level::new(level0),
             ring: Level::new(ring),
             never: NIL,
             due: NIL,
             shift: buckets.trailing_zeros(),
+            window: window as u64,
             res,
-            bucket_mask: buckets as u64 - 1,
+            bucket_mask: level0 as u64 - 1,
             ring_mask: ring as u64 - 1,
             elapsed: 0,
             linked: 0,
@@ -523,10 +544,25 @@ impl<T> Wheel<T> {
         } else {
             self.next_ring_slot().map(|(_, round)| round)
         };
-        match ring_round {
+        // The next round with work: one of the window's later rounds that
+        // holds entries, or the round whose window first takes in the
+        // ring's next round (which is at least `window` rounds ahead, so
+        // that round is after this one).
+        let window_round = self.next_window_bucket().map(|(_, slot)| slot >> self.shift);
+        let ring_enters = ring_round.map(|r| r - (self.window - 1));
+        let next = match (window_round, ring_enters) {
+            (Some(w), Some(r)) => Some(w.min(r)),
+            (w, r) => w.or(r),
+        };
+        match next {
             Some(next) if next <= now_round => {
+                debug_assert!(next > round, "the cursor moves on");
                 self.elapsed = (next << (self.shift + self.res)) - 1;
-                self.cascade(next);
+                // Rounds before the ring's next one hold nothing there, and
+                // `next` is at most the round where that one enters.
+                if ring_enters == Some(next) {
+                    self.cascade(next + self.window - 1);
+                }
             }
             _ => self.elapsed = now,
         }
@@ -543,19 +579,58 @@ impl<T> Wheel<T> {
             // of a busy tick comes here): no search.
             return Some((from, next));
         }
-        while let Some(bucket) = self.buckets.occupied.next_set(from) {
+        // The round's own buckets only: the window's later rounds follow.
+        let end = self.round_end(round);
+        while let Some(bucket) = self.buckets.occupied.next_set(from).filter(|&b| b < end) {
             if self.buckets.heads[bucket] != NIL {
-                return Some((bucket, (round << self.shift) | bucket as u64));
+                return Some((bucket, self.bucket_slot(round, bucket)));
             }
             self.buckets.occupied.clear(bucket);
         }
         None
     }
 
+    /// The end (exclusive) of `round`'s buckets in level 0.
+    #[inline]
+    fn round_end(&self, round: u64) -> usize {
+        (((round & (self.window - 1)) + 1) << self.shift) as usize
+    }
+
+    /// The bucket number (a tick in bucket widths) of level-0 bucket
+    /// `bucket` in `round`.
+    #[inline]
+    fn bucket_slot(&self, round: u64, bucket: usize) -> u64 {
+        (round << self.shift) | (bucket as u64 & ((1 << self.shift) - 1))
+    }
+
+    /// The first non-empty bucket of the window's rounds after the current
+    /// one, and its bucket number, once the current round has none left
+    /// after the cursor. Clears stale bits, in those rounds and in the
+    /// current one (whose buckets before the cursor are past, and after it
+    /// were searched).
+    fn next_window_bucket(&mut self) -> Option<(usize, u64)> {
+        if self.window == 1 {
+            return None;
+        }
+        let round = self.round_of(self.elapsed + 1);
+        let own = round & (self.window - 1);
+        let start = self.round_end(round) & self.bucket_mask as usize;
+        loop {
+            let bucket = self.buckets.occupied.next_set_cyclic(start)?;
+            let seg = (bucket >> self.shift) as u64;
+            if self.buckets.heads[bucket] != NIL && seg != own {
+                let ahead = seg.wrapping_sub(own) & (self.window - 1);
+                return Some((bucket, self.bucket_slot(round + ahead, bucket)));
+            }
+            debug_assert_eq!(self.buckets.heads[bucket], NIL, "an entry left behind in a past bucket");
+            self.buckets.occupied.clear(bucket);
+        }
+    }
+
     /// The next non-empty ring slot after the current round, and the round
     /// it comes up in. Clears stale bits like [`next_bucket`](Self::next_bucket).
     fn next_ring_slot(&mut self) -> Option<(usize, u64)> {
-        let after = self.round_of(self.elapsed + 1) + 1;
+        let after = self.round_of(self.elapsed + 1) + self.window;
         loop {
             let slot = self
                 .ring
@@ -586,8 +661,9 @@ impl<T> Wheel<T> {
         earliest
     }
 
-    /// The cursor entered `round`: move the ring's entries for it into their
-    /// buckets; entries of later turns of the ring go back to their slot in
+    /// `round` entered the window (the cursor entered `round - window + 1`):
+    /// move the ring's entries for it into their buckets; entries of later
+    /// turns of the ring go back to their slot in
     /// the order they had, so that the order in which entries of one tick
     /// come out depends only on the lists, not on how the cursor got there
     /// (which [`peek`](Self::peek) relies on).
@@ -636,7 +712,7 @@ impl<T> Wheel<T> {
         if self.linked == 0 {
             return None;
         }
-        if let Some((bucket, slot)) = self.next_bucket() {
+        if let Some((bucket, slot)) = self.next_bucket().or_else(|| self.next_window_bucket()) {
             if self.res == 0 {
                 return Some(slot);
             }
@@ -696,12 +772,22 @@ impl<T> Wheel<T> {
             return Some(self.due);
         }
         debug_assert_eq!(self.res, 0, "peek's order holds for one unit per bucket");
-        let mut from = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
-        while let Some(bucket) = self.buckets.occupied.next_set(from) {
-            if self.buckets.heads[bucket] != NIL {
-                return Some(self.buckets.heads[bucket]);
+        // Level 0 in tick order: from the cursor to the end, then from the
+        // start (the window's later rounds wrap around; with one round, the
+        // buckets before the cursor are past and empty).
+        let cursor = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
+        let first_in = |lo: usize, hi: usize| {
+            let mut from = lo;
+            while let Some(bucket) = self.buckets.occupied.next_set(from).filter(|&b| b < hi) {
+                if self.buckets.heads[bucket] != NIL {
+                    return Some(self.buckets.heads[bucket]);
+                }
+                from = bucket + 1;
             }
-            from = bucket + 1;
+            None
+        };
+        if let Some(key) = first_in(cursor, usize::MAX).or_else(|| first_in(0, cursor)) {
+            return Some(key);
         }
         self.peek_ring()
             .or((self.never != NIL).then_some(self.never))
@@ -711,7 +797,7 @@ impl<T> Wheel<T> {
     /// slot, and a cascade pushes each onto its bucket's head in slot order,
     /// so the last of them in the slot comes out first.
     fn peek_ring(&self) -> Option<Key> {
-        let after = self.round_of(self.elapsed + 1) + 1;
+        let after = self.round_of(self.elapsed + 1) + self.window;
         let start = (after & self.ring_mask) as usize;
         let slots = self.ring.heads.len();
         // The earliest (tick, key) in `slot`, among entries of `round` only
@@ -842,7 +928,7 @@ impl<T> Wheel<T> {
             List::Due
         } else if tick >= NEVER {
             List::Never
-        } else if self.round_of(tick) == self.round_of(self.elapsed + 1) {
+        } else if self.round_of(tick) - self.round_of(self.elapsed + 1) < self.window {
             List::Bucket(((tick >> self.res) & self.bucket_mask) as usize)
         } else {
             List::Ring((self.round_of(tick) & self.ring_mask) as usize)
