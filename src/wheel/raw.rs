@@ -271,7 +271,9 @@ impl<T> Wheel<T> {
     pub(crate) fn with_window(buckets: usize, ring: usize, res: u32, window: usize) -> Wheel<T> {
         assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
         assert!(window.is_power_of_two());
-        let level0 = buckets.checked_mul(window).expect("a wheel's buckets fit a usize");
+        let level0 = buckets
+            .checked_mul(window)
+            .expect("a wheel's buckets fit a usize");
         Wheel {
             entries: Store::new(),
             buckets: Level::new(level0),
@@ -548,7 +550,9 @@ impl<T> Wheel<T> {
         // holds entries, or the round whose window first takes in the
         // ring's next round (which is at least `window` rounds ahead, so
         // that round is after this one).
-        let window_round = self.next_window_bucket().map(|(_, slot)| slot >> self.shift);
+        let window_round = self
+            .next_window_bucket()
+            .map(|(_, slot)| slot >> self.shift);
         let ring_enters = ring_round.map(|r| r - (self.window - 1));
         let next = match (window_round, ring_enters) {
             (Some(w), Some(r)) => Some(w.min(r)),
@@ -622,7 +626,10 @@ impl<T> Wheel<T> {
                 let ahead = seg.wrapping_sub(own) & (self.window - 1);
                 return Some((bucket, self.bucket_slot(round + ahead, bucket)));
             }
-            debug_assert_eq!(self.buckets.heads[bucket], NIL, "an entry left behind in a past bucket");
+            debug_assert_eq!(
+                self.buckets.heads[bucket], NIL,
+                "an entry left behind in a past bucket"
+            );
             self.buckets.occupied.clear(bucket);
         }
     }
