@@ -363,9 +363,11 @@ impl Shared {
 /// millisecond) it fell from 0.85 entries a heartbeat to 0.21, and the
 /// heartbeat from 2,287 instructions to 2,223 (issue 29).
 const BUCKET_SPLIT: usize = 4;
-/// The largest wheel [`BUCKET_SPLIT`] makes (16 MiB of list heads); a
-/// larger `wheel_size` keeps buckets of a whole tick.
-const MAX_SPLIT_BUCKETS: usize = 1 << 22;
+/// The most lists [`BUCKET_SPLIT`] and [`WINDOW`] make a shard's wheel
+/// (4 MiB of list heads): a `wheel_size` over 2^18 keeps buckets of a
+/// whole tick, and one over 2^16 a level 0 of one round, so that a user's
+/// large wheel costs at most what it did, or 4 MiB.
+const MAX_SPLIT_BUCKETS: usize = 1 << 20;
 
 /// Rounds (turns of the wheel) that a shard's level 0 holds, where that
 /// keeps it at most [`MAX_SPLIT_BUCKETS`] lists: an interval re-armed by
@@ -910,7 +912,13 @@ mod tests {
         assert_eq!(bucket_geometry(64, 1_000), (256, 8));
         // The thread driver's 10 µs: 16 µs rounded, buckets of 4 µs.
         assert_eq!(bucket_geometry(512, 10), (2_048, 2));
-        for (wheel_size, tick_us) in [(512, 1_000), (1 << 20, 1_000), (8, 50), (4096, 10)] {
+        for (wheel_size, tick_us) in [
+            (512, 1_000),
+            (1 << 18, 1_000),
+            (1 << 20, 1_000),
+            (8, 50),
+            (4096, 10),
+        ] {
             let (buckets, res) = bucket_geometry(wheel_size, tick_us);
             let whole = tick_us.next_power_of_two().trailing_zeros();
             assert_eq!(
@@ -920,6 +928,8 @@ mod tests {
             );
         }
         // Too wide to split: buckets of a whole (rounded) tick.
+        assert_eq!(bucket_geometry(1 << 18, 1_000), (1 << 20, 8));
+        assert_eq!(bucket_geometry((1 << 18) + 1, 1_000), ((1 << 18) + 1, 10));
         assert_eq!(bucket_geometry(1 << 21, 1_000), (1 << 21, 10));
         assert_eq!(bucket_geometry(1 << 30, 1_000), (1 << 30, 10));
         // Too narrow to split (a tick of 2 µs or less).
@@ -927,10 +937,11 @@ mod tests {
     }
 
     #[test]
-    fn level_0_holds_four_rounds_up_to_16_mib_of_list_heads() {
+    fn level_0_holds_four_rounds_up_to_4_mib_of_list_heads() {
         assert_eq!(window(2_048), 4);
-        assert_eq!(window(1 << 20), 4);
-        assert_eq!(window((1 << 20) + 1), 1);
+        assert_eq!(window(1 << 18), 4);
+        assert_eq!(window((1 << 18) + 1), 1);
+        assert_eq!(window(1 << 20), 1);
         assert_eq!(window(1 << 30), 1);
         assert_eq!(window(usize::MAX), 1);
     }
