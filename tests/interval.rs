@@ -415,3 +415,67 @@ async fn an_interval_and_a_timeout_register_and_cancel_alike() {
     let stats = timer.stats();
     assert_eq!((stats.pending, stats.fired, stats.cancelled), (0, 2, 1));
 }
+
+/// Periods on both sides of every edge of a shard's wheel (a bucket list
+/// of 256 µs, a round of 524 ms, a level 0 of four rounds: an interval
+/// re-armed less than 1.5 s ahead goes straight into its bucket, a longer
+/// one through the round ring), at phases that fall inside lists: every
+/// tick reports its nominal instant and completes at it, never before and
+/// at most a tick after (paused time turns the driver at each deadline).
+#[tokio::test(start_paused = true)]
+async fn ticks_on_schedule_across_the_wheel_s_edges() {
+    let timer = Timer::new();
+    let periods_us = [
+        1_000, 7_300, 262_144, 524_288, 524_289, 999_999, 1_000_000, 1_572_000, 1_573_000,
+        2_097_152, 2_200_000, 3_000_000,
+    ];
+    let end = Instant::now() + Duration::from_secs(8);
+    let mut tasks = Vec::new();
+    for (i, &period_us) in periods_us.iter().enumerate() {
+        for phase in 0..3u64 {
+            let timer = timer.clone();
+            let period = Duration::from_micros(period_us);
+            let start = Instant::now() + Duration::from_micros(337 * (i as u64 * 3 + phase) + 1);
+            tasks.push(tokio::spawn(async move {
+                let mut interval = timer.interval_at(start, period);
+                let mut n = 0u32;
+                loop {
+                    let due = Instant::from_std(interval.tick().await);
+                    let now = Instant::now();
+                    assert_eq!(due, start + period * n, "period {period:?}: tick {n}");
+                    assert!(
+                        now >= due,
+                        "period {period:?}: tick {n} early by {:?}",
+                        due - now
+                    );
+                    assert!(
+                        now - due <= ms(1),
+                        "period {period:?}: tick {n} late by {:?}",
+                        now - due
+                    );
+                    n += 1;
+                    if now + period > end {
+                        return n;
+                    }
+                }
+            }));
+        }
+    }
+    // A lost tick would leave its task waiting for good: tokio's own timer
+    // (paused time jumps to it) ends the test instead.
+    let all = async {
+        for (task, &period_us) in tasks
+            .iter_mut()
+            .zip(periods_us.iter().flat_map(|p| [p, p, p]))
+        {
+            let ticks = task.await.unwrap();
+            assert!(
+                u64::from(ticks) >= 8_000_000 / period_us,
+                "period {period_us} µs: {ticks} ticks in 8 s"
+            );
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), all)
+        .await
+        .expect("a tick never came");
+}
