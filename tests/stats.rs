@@ -98,17 +98,22 @@ async fn tasks_and_stop_are_counted() {
     assert_eq!((s.pending, s.fired, s.cancelled), (0, 1, 3));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_driver_woken_late_reports_late_ticks() {
-    let timer = Timer::new();
+/// A timeout due at 10 ms that the driver fires at 50 ms: the clock jumps
+/// past the deadline before the driver can run, as on a starved runtime
+/// (it wakes at tick 50 for work planned at tick 10).
+async fn fired_by_a_starved_driver(timer: &Timer) {
     let mut t = task::spawn(timer.sleep(Duration::from_millis(10)));
     assert_pending!(t.poll());
     settle().await;
-    // The clock jumps past the deadline before the driver can run, as on a
-    // starved runtime: it wakes at tick 50 for work planned at tick 10.
     tokio::time::advance(Duration::from_millis(50)).await;
     settle().await;
     assert_ready!(t.poll());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_driver_woken_late_reports_late_ticks() {
+    let timer = Timer::new();
+    fired_by_a_starved_driver(&timer).await;
     let s = timer.stats();
     // One wake-up (the insert's notification only moved the alarm), late.
     assert_eq!((s.fired, s.driver_wakeups, s.late_ticks), (1, 1, 40));
@@ -161,13 +166,7 @@ async fn lateness_counts_each_fire_from_its_deadline_to_the_turn() {
 #[tokio::test(start_paused = true)]
 async fn lateness_of_a_starved_driver_is_its_delay() {
     let timer = Timer::new();
-    let mut t = task::spawn(timer.sleep(Duration::from_millis(10)));
-    assert_pending!(t.poll());
-    settle().await;
-    // The driver turns at 50 ms for a deadline at 10 ms.
-    tokio::time::advance(Duration::from_millis(50)).await;
-    settle().await;
-    assert_ready!(t.poll());
+    fired_by_a_starved_driver(&timer).await;
     let late = timer.stats().lateness;
     assert_eq!(late.count(), 1);
     // 40,000 µs is in the bucket 39,936..=40,959: the maximum is exact.
