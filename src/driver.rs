@@ -8,8 +8,8 @@
 //! worker is unparked per wake. After each turn the driver re-arms the
 //! alarm for the next tick with work; with nothing pending it leaves it
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
-//! it earlier itself (see [`Common::note_deadline`]). A second, spare
-//! runtime timer one millisecond after the alarm keeps that re-arm from
+//! it earlier itself (see [`Common::note_deadline`]). Two spare runtime
+//! timers, one and two milliseconds after the alarm, keep that re-arm from
 //! unparking the runtime's driver (see `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's

@@ -4,8 +4,9 @@
 //!
 //! - `runtime.rs`, for a timer driven by a runtime (`driver.rs`): a runtime
 //!   timer (a tokio `Sleep`) polled with the driver's waker, so the
-//!   runtime's own timer processing turns the wheels, and a spare runtime
-//!   timer that keeps the driver's re-arm from unparking the runtime.
+//!   runtime's own timer processing turns the wheels, and two spare
+//!   runtime timers that keep the driver's re-arm from unparking the
+//!   runtime.
 //!   Arming it is a `Sleep::reset` and a poll under a lock; the re-arm
 //!   after a turn costs no syscall.
 //! - `sleeper.rs`, for a thread-driven timer (`thread_driver.rs`): a

@@ -3,8 +3,8 @@
 //! the driver while it processes its timers, and the wakes the driver makes
 //! there are batched with the runtime's (see `driver.rs`).
 //!
-//! A second, spare runtime timer one runtime millisecond after the alarm
-//! keeps the driver's re-arm from unparking the runtime (see
+//! Two spare runtime timers, one and two runtime milliseconds after the
+//! alarm, keep the driver's re-arm from unparking the runtime (see
 //! [`RuntimeAlarm::arm`]).
 
 use std::cell::Cell;
@@ -35,13 +35,14 @@ pub(crate) struct RuntimeAlarm {
 /// The runtime timers of a started driver, and the waker they call.
 struct Armed {
     sleep: Pin<Box<Sleep>>,
-    /// A second runtime timer, registered one runtime millisecond after the
-    /// alarm whenever the driver re-arms it after a turn, and never polled:
-    /// it wakes nothing. It only keeps the runtime's next wake-up at or
-    /// before the driver's next re-arm (see [`RuntimeAlarm::arm`]).
-    spare: Pin<Box<Sleep>>,
-    /// Whether the spare is registered with the runtime's timer (reset
-    /// since it was last replaced).
+    /// Two more runtime timers, registered one and two runtime milliseconds
+    /// after the alarm whenever the driver re-arms it after a turn, and
+    /// never polled: they wake nothing. They only keep the runtime's next
+    /// wake-up at or before the driver's next re-arm (see
+    /// [`RuntimeAlarm::arm`]).
+    spares: [Pin<Box<Sleep>>; SPARES],
+    /// Whether the spares are registered with the runtime's timer (reset
+    /// since they were last replaced).
     spare_set: bool,
     /// Turns the wheels (see `driver`).
     waker: Waker,
@@ -54,9 +55,12 @@ struct Armed {
     _live: LiveTimer,
 }
 
-/// How far after the alarm the spare is registered: the runtime's timer
-/// resolution (see [`Armed::spare`]).
+/// How far apart the alarm and its spares are registered: the runtime's
+/// timer resolution (see [`Armed::spares`]).
 const SPARE_AFTER: Duration = Duration::from_millis(1);
+/// The spares of an alarm: one for a turn on time, a second for a turn a
+/// whole runtime millisecond late (see [`RuntimeAlarm::arm`]).
+const SPARES: usize = 2;
 
 thread_local! {
     /// Set while this thread resets or polls an alarm under its lock.
@@ -119,18 +123,18 @@ impl RuntimeAlarm {
     /// Starts the alarm on `handle`'s runtime, disarmed: from now on it
     /// calls `waker` when it rings.
     pub(crate) fn start(&self, handle: &Handle, waker: Waker) {
-        let (sleep, spare) = {
+        let (sleep, spares) = {
             let _entered = handle.enter();
             let never =
                 tokio::time::Instant::from_std(far_future(tokio::time::Instant::now().into_std()));
             (
                 Box::pin(tokio::time::sleep_until(never)),
-                Box::pin(tokio::time::sleep_until(never)),
+                std::array::from_fn(|_| Box::pin(tokio::time::sleep_until(never))),
             )
         };
         *lock(&self.armed) = Some(Armed {
             sleep,
-            spare,
+            spares,
             spare_set: false,
             waker,
             handle: handle.clone(),
@@ -159,17 +163,23 @@ impl RuntimeAlarm {
     /// timers, and the wakes the driver makes are batched with the
     /// runtime's.
     ///
-    /// The driver's re-arm (`force`) also moves the alarm's spare, a second
-    /// `Sleep` that is never polled, to one runtime millisecond after the
-    /// alarm: the runtime computes its next wake-up before it calls the
-    /// alarm's waker, and a registration earlier than that wake-up unparks
-    /// its driver (an eventfd write, on every turn without the spare). When
-    /// a turn runs a whole millisecond late the spare has rung with the
-    /// alarm and that turn still unparks (twice: the alarm, then the
-    /// spare). A re-arm with nothing pending replaces the spare with a
-    /// fresh one, never registered, so that no runtime timer of ours is
-    /// left: an idle runtime wakes for nothing, and a paused one does not
-    /// auto-advance its clock to the spare (tokio leaves it where it is).
+    /// The driver's re-arm (`force`) also moves the alarm's spares, two
+    /// `Sleep`s that are never polled, to one and two runtime milliseconds
+    /// after the alarm: the runtime computes its next wake-up before it
+    /// calls the alarm's waker, and a registration earlier than that
+    /// wake-up unparks its driver (an eventfd write, on every turn without
+    /// the spares). The second spare is for a turn that runs a whole
+    /// millisecond late, which tokio's rounding makes common (it parks for
+    /// whole milliseconds counted from the start of the current one, so a
+    /// park begun late in a millisecond ends late in the alarm's, and a
+    /// little scheduling delay carries the turn into the next): the first
+    /// spare has then rung with the alarm, and without the second the turn
+    /// unparked twice (the alarm, then the spare; 7-18% of the turns of a
+    /// deadline a millisecond on one worker, `tests/unpark.rs`). A turn two
+    /// milliseconds late still does. A re-arm with nothing pending replaces the spares with fresh
+    /// ones, never registered, so that no runtime timer of ours is left: an
+    /// idle runtime wakes for nothing, and a paused one does not
+    /// auto-advance its clock to a spare (tokio leaves it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
         let (set, wake) = {
             let mut guard = lock(&self.armed);
@@ -194,7 +204,9 @@ impl RuntimeAlarm {
                     // it, which removes the old one from the runtime's
                     // timer. Once per stretch of work, not per turn.
                     let _entered = alarm.handle.enter();
-                    alarm.spare.set(tokio::time::sleep_until(never(clock)));
+                    for spare in &mut alarm.spares {
+                        spare.set(tokio::time::sleep_until(never(clock)));
+                    }
                     alarm.spare_set = false;
                 }
                 return false;
@@ -228,17 +240,19 @@ impl RuntimeAlarm {
                 // without the alarm (which just rang): a re-arm earlier
                 // than that wake-up unparks the runtime's driver, an
                 // eventfd write per turn (about 900 a second on W9). The
-                // spare, registered at the earliest instant the next re-arm
-                // can have (one runtime millisecond after this one, as the
-                // next turn finds nothing due before the alarm's
-                // millisecond is over), keeps that wake-up at or before
-                // it. Moving it later is an atomic store (no lock, no
-                // unpark); it wakes nothing when it rings, so it can never
-                // turn the wheels nor fire anything early.
-                alarm
-                    .spare
-                    .as_mut()
-                    .reset(tokio::time::Instant::from_std(instant + SPARE_AFTER));
+                // spares, registered at the earliest instants the next
+                // re-arm can have (one runtime millisecond after this one,
+                // as the next turn finds nothing due before the alarm's
+                // millisecond is over; two when that turn runs a
+                // millisecond late), keep that wake-up at or before it.
+                // Moving them later is an atomic store each (no lock, no
+                // unpark); they wake nothing when they ring, so they can
+                // never turn the wheels nor fire anything early.
+                let mut at = instant;
+                for spare in &mut alarm.spares {
+                    at += SPARE_AFTER;
+                    spare.as_mut().reset(tokio::time::Instant::from_std(at));
+                }
                 alarm.spare_set = true;
             }
             if ready {
