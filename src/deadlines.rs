@@ -24,8 +24,8 @@ use crate::wheel::store::{self, Place, Sparse};
 /// | 48-61 | generation of the slot: bumped by every insert into it     |
 /// | 0-47  | the entry's deadline tick, or [`FAR`]: ask the wheel       |
 ///
-/// While `LINKED`, the entry sits in the wheel at a tick at or before the
-/// word's: the handle may move the word's deadline later with one
+/// While `LINKED`, a timeout's entry sits in the wheel at a tick at or
+/// before the word's: the handle may move the word's deadline later with one
 /// compare-and-swap and no lock ([`Deadlines::extend`]), which succeeds only
 /// on "linked, this generation, not `FAR`". Everything else changes the word
 /// under the shard's lock. When the entry comes due, the driver (under the
@@ -33,6 +33,12 @@ use crate::wheel::store::{self, Place, Sparse};
 /// otherwise clears `LINKED` with a compare-and-swap and fires it: a
 /// concurrent extension either lands before that (and is re-filed) or fails
 /// (and the handle finds the entry fired under the lock).
+///
+/// An interval's word ([`BEAT`]) changes only under the lock, and only
+/// when its entry goes into the wheel or leaves it: the driver re-arms the
+/// entry beat after beat without writing the word (see
+/// [`Deadlines::due`]), so its deadline part stays the tick the interval
+/// was registered or last reset at.
 pub(crate) const LINKED: u64 = 1 << 63;
 /// The deadline part of a deadline word; as a value, "too far for the word:
 /// the wheel holds the deadline" (about 8.9 years after the timer's start).
@@ -272,12 +278,19 @@ impl Deadlines {
         woken: impl FnOnce(Waker),
     ) -> Due {
         let slot = self.slot(key);
-        let mut cur = slot.load(Ordering::Acquire);
-        if cur & BEAT != 0 && cur & LINKED != 0 {
-            if let Some(beat) = beats.get(key) {
-                return Self::beat_due(slot, cur, filed, beat, woken);
-            }
+        // An interval's entry has its `Beat` for as long as it is in the
+        // wheel (both go in and out together, under the lock), and its word
+        // changes only under the lock: the beat alone says what to do, and
+        // the word is not read on a beat (a cache line fewer).
+        if let Some(beat) = beats.get(key) {
+            debug_assert_eq!(
+                slot.load(Ordering::Relaxed) & (LINKED | BEAT),
+                LINKED | BEAT,
+                "an interval's entry due with its word unlinked or not a beat's"
+            );
+            return Self::beat_due(slot, filed, beat, woken);
         }
+        let mut cur = slot.load(Ordering::Acquire);
         loop {
             let tick = cur & FAR;
             if cur & LINKED != 0 && tick != FAR && tick > filed {
@@ -295,18 +308,21 @@ impl Deadlines {
         }
     }
 
-    /// [`due`](Self::due) for an interval's entry, word `cur`.
+    /// [`due`](Self::due) for an interval's entry, filed at `filed`, word
+    /// `slot`.
+    ///
+    /// A re-arm leaves the word as it is: linked, of its generation, at the
+    /// tick the interval was registered or last reset at (under the lock).
+    /// Nothing reads an interval's deadline from its word: its handle keeps
+    /// the next tick, the wheel the tick it is filed at. Only a fire that
+    /// leaves the entry out of the wheel (a stall, a period too long for
+    /// the word) clears `LINKED`.
     fn beat_due(
         slot: &AtomicU64,
-        cur: u64,
         filed: u64,
         beat: &Beat,
         woken: impl FnOnce(Waker),
     ) -> Due {
-        let tick = cur & FAR;
-        if tick != FAR && tick > filed {
-            return Due::Refile(tick);
-        }
         let mut state = beat.state.load(Ordering::Acquire);
         loop {
             if state & UNTAKEN == 0 {
@@ -317,13 +333,12 @@ impl Deadlines {
                     // Too far for the word (a period of years): fire it, a
                     // tick waiting and not re-armed; the task re-arms it
                     // under the lock when it takes the tick.
-                    slot.store(cur & !LINKED, Ordering::Release);
+                    slot.fetch_and(!LINKED, Ordering::AcqRel);
                     beat.state
                         .store(state | UNTAKEN | STALLED, Ordering::Release);
                     beat.wake_to(woken);
                     return Due::Fire;
                 }
-                slot.store((cur & !FAR) | after, Ordering::Release);
                 beat.state.store(state | UNTAKEN, Ordering::Release);
                 beat.wake_to(woken);
                 return Due::Rearm(after);
@@ -337,7 +352,7 @@ impl Deadlines {
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
-                    slot.store(cur & !LINKED, Ordering::Release);
+                    slot.fetch_and(!LINKED, Ordering::AcqRel);
                     return Due::Fire;
                 }
                 Err(actual) => state = actual,
