@@ -104,8 +104,6 @@ pub struct Interval {
     /// not an `Option`: the interval lives in its task's future, which
     /// every beat touches.
     period_ticks: u64,
-    /// How late a tick may be and still count as on time.
-    tolerance: Duration,
     behavior: MissedTickBehavior,
 }
 
@@ -180,7 +178,6 @@ impl Interval {
         timeout: Timeout,
         start: Instant,
         period: Duration,
-        tick: Duration,
     ) -> Interval {
         let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
         let period_ticks = timeout.whole_ticks(period).unwrap_or(0);
@@ -191,7 +188,6 @@ impl Interval {
             due_now: false,
             period,
             period_ticks,
-            tolerance: tick + TOLERANCE,
             behavior: MissedTickBehavior::default(),
         }
     }
@@ -315,7 +311,7 @@ impl Interval {
         // the tick is taken, as tokio does.
         let now = self.timeout.now();
         let on_time = add(due, self.period);
-        let next = if now > add(due, self.tolerance) {
+        let next = if now > add(due, self.tolerance()) {
             tracing::trace!(
                 late = ?(now - due),
                 behavior = ?self.behavior,
@@ -352,6 +348,13 @@ impl Interval {
 
     /// The tick the driver re-arms the entry at once the tick at `next`
     /// fires.
+    /// How late a tick may be and still count as on time: the timer's
+    /// tick and [`TOLERANCE`]. Not kept in the interval, which lives in its
+    /// task's future and is touched on every beat.
+    fn tolerance(&self) -> Duration {
+        self.timeout.tick_len() + TOLERANCE
+    }
+
     fn after(&self, next: Instant) -> u64 {
         self.timeout.tick_of(add(next, self.period))
     }

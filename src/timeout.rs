@@ -469,6 +469,11 @@ impl Timeout {
         self.shard.common.tick_of(deadline)
     }
 
+    /// The timer's tick, to the microsecond it is kept at.
+    pub(crate) fn tick_len(&self) -> Duration {
+        Duration::from_micros(self.shard.common.clock.tick_us)
+    }
+
     /// `d` in the timer's ticks, if it is a whole number of them (see
     /// [`Clock::whole_units`](crate::clock::Clock::whole_units)).
     pub(crate) fn whole_ticks(&self, d: Duration) -> Option<u64> {

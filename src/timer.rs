@@ -895,7 +895,7 @@ impl Timer {
         // Not completed at creation even if `start` has passed: the
         // interval holds its entry for good, and counts as pending.
         let timeout = self.timeout_at_tick(self.shared.tick_of(start), false)?;
-        Ok(Interval::new(timeout, start, period, self.tick()))
+        Ok(Interval::new(timeout, start, period))
     }
 }
 
