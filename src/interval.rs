@@ -105,6 +105,11 @@ pub struct Interval {
     /// every beat touches.
     period_ticks: u64,
     behavior: MissedTickBehavior,
+    /// How late a tick may be and still count as on time, in microseconds:
+    /// the timer's tick and [`TOLERANCE`] (at most about 71 minutes). Four
+    /// bytes in what would be padding: the interval lives in its task's
+    /// future, which every beat touches (72 bytes; 88 with a `Duration`).
+    tolerance_us: u32,
 }
 
 /// What an [`Interval`] does after it missed ticks.
@@ -181,6 +186,8 @@ impl Interval {
     ) -> Interval {
         let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
         let period_ticks = timeout.whole_ticks(period).unwrap_or(0);
+        let tolerance_us =
+            u32::try_from((timeout.tick_len() + TOLERANCE).as_micros()).unwrap_or(u32::MAX);
         Interval {
             timeout,
             beat,
@@ -189,6 +196,7 @@ impl Interval {
             period,
             period_ticks,
             behavior: MissedTickBehavior::default(),
+            tolerance_us,
         }
     }
 
@@ -348,11 +356,9 @@ impl Interval {
 
     /// The tick the driver re-arms the entry at once the tick at `next`
     /// fires.
-    /// How late a tick may be and still count as on time: the timer's
-    /// tick and [`TOLERANCE`]. Not kept in the interval, which lives in its
-    /// task's future and is touched on every beat.
+    /// How late a tick may be and still count as on time.
     fn tolerance(&self) -> Duration {
-        self.timeout.tick_len() + TOLERANCE
+        Duration::from_micros(u64::from(self.tolerance_us))
     }
 
     fn after(&self, next: Instant) -> u64 {
