@@ -156,6 +156,20 @@ pub(crate) fn turn(
                 let mut guard = shard.lock();
                 let state = &mut *guard;
                 let deadlines = &shard.deadlines;
+                // What the pops below read of an interval's entry besides
+                // the entry, its beat, lies at an address of its own: read
+                // the beats of the whole batch first, in one pass whose
+                // cache misses overlap, rather than one miss after another
+                // as each pop needs one (W9 at 100,000 connections: 9% less
+                // CPU; see BENCHMARKS.md). Only where intervals are.
+                let beats = &state.beats;
+                if beats.len() > 0 {
+                    state.wheel.peek_next_due(now, BATCH, |key| {
+                        if let Some(beat) = beats.get(key) {
+                            std::hint::black_box(beat.state.load(Ordering::Relaxed));
+                        }
+                    });
+                }
                 while expired + rearmed < BATCH {
                     // A timeout whose deadline was extended without the
                     // lock goes back into the wheel at its new deadline,

@@ -634,7 +634,8 @@ impl<T> Sparse<T> {
     }
 
     /// Values held.
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[inline]
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
