@@ -317,12 +317,7 @@ impl Deadlines {
     /// the next tick, the wheel the tick it is filed at. Only a fire that
     /// leaves the entry out of the wheel (a stall, a period too long for
     /// the word) clears `LINKED`.
-    fn beat_due(
-        slot: &AtomicU64,
-        filed: u64,
-        beat: &Beat,
-        woken: impl FnOnce(Waker),
-    ) -> Due {
+    fn beat_due(slot: &AtomicU64, filed: u64, beat: &Beat, woken: impl FnOnce(Waker)) -> Due {
         let mut state = beat.state.load(Ordering::Acquire);
         loop {
             if state & UNTAKEN == 0 {

@@ -179,11 +179,7 @@ impl MissedTickBehavior {
 impl Interval {
     /// An interval on `timeout`, whose deadline is `start`, on a timer of
     /// tick `tick`.
-    pub(crate) fn new(
-        timeout: Timeout,
-        start: Instant,
-        period: Duration,
-    ) -> Interval {
+    pub(crate) fn new(timeout: Timeout, start: Instant, period: Duration) -> Interval {
         let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
         let period_ticks = timeout.whole_ticks(period).unwrap_or(0);
         let tolerance_us =

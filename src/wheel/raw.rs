@@ -1266,7 +1266,10 @@ mod tests {
                     popped[..peeked.len().min(popped.len())],
                     "case {case}: the walk strayed from the pops"
                 );
-                assert!(peeked.len() <= popped.len(), "case {case}: peeked past the due");
+                assert!(
+                    peeked.len() <= popped.len(),
+                    "case {case}: peeked past the due"
+                );
             }
         }
     }
