@@ -479,3 +479,44 @@ async fn ticks_on_schedule_across_the_wheel_s_edges() {
         .await
         .expect("a tick never came");
 }
+
+/// A shard of more intervals than the driver's read-ahead threshold
+/// (32,768: a turn then reads a batch's beats before popping them), with
+/// heartbeats spread over the second as a server's: every tick reports its
+/// nominal instant, comes at it or at most 1 ms after, and none is lost.
+#[tokio::test(start_paused = true)]
+async fn a_shard_of_many_intervals_ticks_on_schedule() {
+    const N: u64 = 40_000;
+    let timer = Timer::builder().shards(1).build().unwrap();
+    let period = Duration::from_secs(1);
+    let start = Instant::now() + ms(10);
+    let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let (timer, ticks) = (timer.clone(), ticks.clone());
+        let first = start + period * i as u32 / N as u32;
+        tasks.push(tokio::spawn(async move {
+            let mut interval = timer.interval_at(first, period);
+            for n in 0..3u32 {
+                let due = Instant::from_std(interval.tick().await);
+                let now = Instant::now();
+                assert_eq!(due, first + period * n, "interval {i}: tick {n}");
+                assert!(
+                    now >= due && now - due <= ms(1),
+                    "interval {i}: tick {n} at {:?}",
+                    now - due
+                );
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    }
+    let all = async {
+        for task in tasks {
+            task.await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), all)
+        .await
+        .expect("a tick never came");
+    assert_eq!(ticks.load(std::sync::atomic::Ordering::Relaxed), 3 * N);
+}
