@@ -13,6 +13,18 @@
 //!     target/release/examples/heartbeat_counts timer 100000 3
 //! ```
 //!
+//! Run natively, it also prints the real time a heartbeat took after the
+//! warm-up: with paused time the thread never waits, so that is CPU time,
+//! the timer's and the runtime's work without the parks, system calls and
+//! idle wake-ups of a real clock's run (whose CPU is mostly those, and
+//! swings with the machine's neighbours). Alternate the contenders over
+//! rounds and compare the medians (BENCHMARKS.md, "Where a heartbeat
+//! goes"):
+//!
+//! ```text
+//! target/release/examples/heartbeat_counts timer 100000 5
+//! ```
+//!
 //! Arguments: the contender (`timer`: `Timer::interval_at` and
 //! `Timer::sleep`; `time`: `hashwheel::time`, the idle `Sleep` boxed as
 //! tokio code boxes tokio's; `time-inline`: the same kept in the task;
@@ -101,7 +113,7 @@ fn main() {
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(async {
+    let measured = rt.block_on(async {
         let timer = (which == "timer").then(hashwheel::Timer::new);
         let start = Instant::now() + Duration::from_millis(1);
         for i in 0..n {
@@ -116,11 +128,26 @@ fn main() {
         }
         // One second of warm-up (every connection's first beat), then the
         // seconds measured; the end falls between two phases.
+        let warm = start + HEARTBEAT - HEARTBEAT / (2 * n);
+        tokio::time::sleep_until(warm).await;
+        let (wall, before) = (std::time::Instant::now(), BEATS.load(Ordering::Relaxed));
         let end = start + HEARTBEAT * (1 + secs as u32) - HEARTBEAT / (2 * n);
         tokio::time::sleep_until(end).await;
+        (wall.elapsed(), BEATS.load(Ordering::Relaxed) - before)
     });
+    let (took, measured) = measured;
     let beats = BEATS.load(Ordering::Relaxed);
     println!("{which}: {n} connections, {secs} s after 1 s of warm-up: {beats} heartbeats");
+    // The same run as a timing: paused time leaves the thread nothing to
+    // wait for, so the real time of the seconds after the warm-up is their
+    // CPU time (one thread), without the parks and system calls of a real
+    // clock's run: the timer's and the runtime's own work a heartbeat.
+    if measured > 0 {
+        println!(
+            "{which}: {:.1} ns a heartbeat after the warm-up ({measured} heartbeats in {took:.2?})",
+            took.as_nanos() as f64 / measured as f64
+        );
+    }
     // Tearing the tasks down is no part of the counts.
     std::process::exit(0);
 }
