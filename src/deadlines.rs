@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
+use std::time::Duration;
 
 use crate::wheel::dir::{boxed_array, NEAR_SHIFT};
 use crate::wheel::raw::{Due, Key};
@@ -387,11 +388,38 @@ impl Deadlines {
 /// waker, and whether a tick is waiting to be taken. The driver re-arms the
 /// interval's entry when it fires, under the lock it holds anyway, so that
 /// `tick` in the steady state takes no lock and inserts nothing.
+///
+/// It also keeps the interval's fixed schedule ([`Schedule`]), which only
+/// the handle reads: the handle lives in its task's future, which every
+/// beat touches, and a task's memory comes in blocks of 128 bytes, so
+/// bytes out of the handle can keep a server's connection task a block
+/// smaller (W9 on paused time: a task of 256 bytes against 384 made a
+/// heartbeat 30% cheaper, tokio's and ours alike), while this beat is read
+/// on every tick anyway.
+#[repr(C)]
 pub(crate) struct Beat {
     /// [`UNTAKEN`] and [`STALLED`], and the tick the entry is re-armed at
     /// when it fires (the handle's next tick but one, [`AFTER_MASK`]).
     pub(crate) state: AtomicU64,
     pub(crate) waker: futures_util::task::AtomicWaker,
+    /// Set when the interval is made; read by its handle only.
+    pub(crate) schedule: Schedule,
+}
+
+/// An interval's period, as given and in the timer's ticks, and how late
+/// a tick may be and still count as on time: fixed when the interval is
+/// made (see [`Beat`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    /// The period in the timer's ticks, where it is a whole number of them
+    /// (0 where it is not: a period is never zero): an on-time tick then
+    /// re-arms one period after the last re-arm tick, with no clock
+    /// arithmetic.
+    pub(crate) period_ticks: u64,
+    pub(crate) period: Duration,
+    /// In microseconds: the timer's tick and 5 ms (at most about 71
+    /// minutes).
+    pub(crate) tolerance_us: u32,
 }
 
 /// [`Beat::state`]: the entry fired and its tick has not been taken yet.
@@ -404,10 +432,11 @@ pub(crate) const STALLED: u64 = 1 << 62;
 pub(crate) const AFTER_MASK: u64 = (1 << 62) - 1;
 
 impl Beat {
-    pub(crate) fn new(after: u64) -> Beat {
+    pub(crate) fn new(after: u64, schedule: Schedule) -> Beat {
         Beat {
             state: AtomicU64::new(after.min(AFTER_MASK)),
             waker: futures_util::task::AtomicWaker::new(),
+            schedule,
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use crate::deadlines::{AFTER_MASK, FAR};
+use crate::deadlines::{Schedule, AFTER_MASK, FAR};
 use crate::error::{Error, StopReason};
 use crate::shard::{far_future, Beat, STALLED, UNTAKEN};
 use crate::timeout::Timeout;
@@ -88,7 +88,11 @@ pub struct Interval {
     /// The wheel entry (registered on the first poll, as an interval's).
     timeout: Timeout,
     /// What the driver and this handle share: the waker, whether a tick
-    /// fired untaken, and the tick the driver re-arms the entry at.
+    /// fired untaken, and the tick the driver re-arms the entry at; and the
+    /// interval's fixed schedule (period, tolerance), kept there rather
+    /// than here: the interval lives in its task's future, which every
+    /// beat touches, and the beat is read on every tick anyway (see
+    /// [`Beat`]).
     beat: Arc<Beat>,
     /// The nominal instant of the next tick; the entry waits for it.
     next: Instant,
@@ -96,20 +100,7 @@ pub struct Interval {
     /// at once, without waiting for the driver (missed ticks in a burst,
     /// a reset to a past instant).
     due_now: bool,
-    period: Duration,
-    /// The period in the timer's ticks, where it is a whole number of
-    /// them (0 where it is not: a period is never zero): an on-time tick
-    /// then re-arms one period after the last re-arm tick, with no clock
-    /// arithmetic (see [`after_on_time`](Self::after_on_time)). A `u64`,
-    /// not an `Option`: the interval lives in its task's future, which
-    /// every beat touches.
-    period_ticks: u64,
     behavior: MissedTickBehavior,
-    /// How late a tick may be and still count as on time, in microseconds:
-    /// the timer's tick and [`TOLERANCE`] (at most about 71 minutes). Four
-    /// bytes in what would be padding: the interval lives in its task's
-    /// future, which every beat touches (72 bytes; 88 with a `Duration`).
-    tolerance_us: u32,
 }
 
 /// What an [`Interval`] does after it missed ticks.
@@ -180,19 +171,19 @@ impl Interval {
     /// An interval on `timeout`, whose deadline is `start`, on a timer of
     /// tick `tick`.
     pub(crate) fn new(timeout: Timeout, start: Instant, period: Duration) -> Interval {
-        let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period))));
-        let period_ticks = timeout.whole_ticks(period).unwrap_or(0);
-        let tolerance_us =
-            u32::try_from((timeout.tick_len() + TOLERANCE).as_micros()).unwrap_or(u32::MAX);
+        let schedule = Schedule {
+            period_ticks: timeout.whole_ticks(period).unwrap_or(0),
+            period,
+            tolerance_us: u32::try_from((timeout.tick_len() + TOLERANCE).as_micros())
+                .unwrap_or(u32::MAX),
+        };
+        let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period)), schedule));
         Interval {
             timeout,
             beat,
             next: start,
             due_now: false,
-            period,
-            period_ticks,
             behavior: MissedTickBehavior::default(),
-            tolerance_us,
         }
     }
 
@@ -314,14 +305,15 @@ impl Interval {
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
         let now = self.timeout.now();
-        let on_time = add(due, self.period);
+        let period = self.beat.schedule.period;
+        let on_time = add(due, period);
         let next = if now > add(due, self.tolerance()) {
             tracing::trace!(
                 late = ?(now - due),
                 behavior = ?self.behavior,
                 "hashwheel: interval missed a tick"
             );
-            self.behavior.next(due, now, self.period)
+            self.behavior.next(due, now, period)
         } else {
             on_time
         };
@@ -354,11 +346,11 @@ impl Interval {
     /// fires.
     /// How late a tick may be and still count as on time.
     fn tolerance(&self) -> Duration {
-        Duration::from_micros(u64::from(self.tolerance_us))
+        Duration::from_micros(u64::from(self.beat.schedule.tolerance_us))
     }
 
     fn after(&self, next: Instant) -> u64 {
-        self.timeout.tick_of(add(next, self.period))
+        self.timeout.tick_of(add(next, self.beat.schedule.period))
     }
 
     /// [`after`](Self::after) for `next`, the tick after an on-time one,
@@ -370,7 +362,7 @@ impl Interval {
     #[inline]
     fn after_on_time(&self, state: u64, next: Instant) -> u64 {
         let last = state & AFTER_MASK;
-        match self.period_ticks {
+        match self.beat.schedule.period_ticks {
             period if period > 0 && last > 0 && period < FAR - last.min(FAR) => {
                 debug_assert_eq!(last + period, self.after(next), "re-arm tick by sum");
                 last + period
@@ -418,7 +410,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_at(add(self.timeout.now(), self.period));
+        self.reset_at(add(self.timeout.now(), self.beat.schedule.period));
     }
 
     /// Restarts the schedule with a tick due now: the next
@@ -506,7 +498,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn period(&self) -> Duration {
-        self.period
+        self.beat.schedule.period
     }
 
     /// What the interval does after missed ticks; see
@@ -563,7 +555,7 @@ impl fmt::Debug for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Interval")
             .field("next", &self.next)
-            .field("period", &self.period)
+            .field("period", &self.beat.schedule.period)
             .field("missed_tick_behavior", &self.behavior)
             .finish_non_exhaustive()
     }

@@ -175,7 +175,11 @@ pub(crate) fn turn(
                 if beats.len() >= READ_AHEAD_BEATS {
                     state.wheel.peek_next_due(now, BATCH, |key| {
                         if let Some(beat) = beats.get(key) {
+                            // The beat's state, and its schedule, which the
+                            // task reads when it takes the tick (the two may
+                            // lie on two cache lines).
                             std::hint::black_box(beat.state.load(Ordering::Relaxed));
+                            std::hint::black_box(beat.schedule.period_ticks);
                         }
                     });
                 }
