@@ -1,6 +1,8 @@
 //! Many tasks on a multi-thread runtime create, await and drop timeouts at
 //! once: no lost wake-up, and `pending()` returns to zero.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,16 +32,9 @@ async fn thousands_created_and_dropped_from_many_tasks() {
             }
         }));
     }
-    let all = async {
-        for t in tasks {
-            t.await.unwrap();
-        }
-    };
     // Real time here: a multi-thread runtime cannot pause the clock. A lost
     // wake-up would hang, so bound it.
-    tokio::time::timeout(Duration::from_secs(30), all)
-        .await
-        .expect("a wake-up was lost");
+    common::join_within(tasks, Duration::from_secs(30), "a wake-up was lost").await;
     assert_eq!(fired.load(Ordering::Relaxed), 8 * 10);
     assert_eq!(timer.pending(), 0);
 }

@@ -510,13 +510,6 @@ async fn a_shard_of_many_intervals_ticks_on_schedule() {
             }
         }));
     }
-    let all = async {
-        for task in tasks {
-            task.await.unwrap();
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(60), all)
-        .await
-        .expect("a tick never came");
+    common::join_within(tasks, Duration::from_secs(60), "a tick never came").await;
     assert_eq!(ticks.load(std::sync::atomic::Ordering::Relaxed), 3 * N);
 }

@@ -53,3 +53,21 @@ pub fn timer_on_its_own_runtime() -> (tokio::runtime::Runtime, hashwheel::Timer)
         .unwrap();
     (rt, timer)
 }
+
+/// Awaits every task, under a watchdog of `limit` (tokio's own timer, which
+/// paused time jumps to): a lost wake-up ends the test with `lost` instead
+/// of hanging it. Returns the tasks' outputs in order.
+pub async fn join_within<T>(
+    tasks: Vec<tokio::task::JoinHandle<T>>,
+    limit: Duration,
+    lost: &str,
+) -> Vec<T> {
+    let all = async {
+        let mut out = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            out.push(task.await.unwrap());
+        }
+        out
+    };
+    tokio::time::timeout(limit, all).await.expect(lost)
+}
