@@ -13,7 +13,7 @@
 //! unparking the runtime's driver (see `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's
-//! [`TaskExecutor`](crate::TaskExecutor) (see `executor.rs`): spawned as
+//! [`crate::TaskExecutor`] (see `executor.rs`): spawned as
 //! tasks by default, so that no user code runs here unless the user asked
 //! for it ([`TaskExecutor::driver`](crate::TaskExecutor::driver)).
 //!

@@ -23,8 +23,9 @@ use crate::wheel::store::Sparse;
 pub(crate) use crate::clock::{far_future, UNIT_NS};
 pub(crate) use crate::deadlines::{Beat, Deadlines, STALLED, UNTAKEN};
 
-/// The state shared by [`Timer`]s and scheduled tasks: the shards and what
-/// they share. [`Timeout`]s hold only their [`Shard`], so that threads on
+/// The state shared by [`Timer`](crate::Timer)s and scheduled tasks: the
+/// shards and what they share. [`Timeout`](crate::Timeout)s hold only
+/// their [`Shard`], so that threads on
 /// different shards never write to one reference count.
 pub(crate) struct Shared {
     pub(crate) shards: Box<[Arc<Shard>]>,
