@@ -393,7 +393,19 @@ impl Model {
         let limit = now.min(NEVER - 1);
         let before = self.elapsed;
         let mut last = 0;
+        // The driver's read-ahead: what the walk hands out must be the
+        // first pops, in their order (at most `n` of them).
+        let n = 1 + (now % 8) as usize;
+        let mut peeked = Vec::new();
+        self.wheel.peek_next_due(now, n, |key| peeked.push(key));
+        ensure!(
+            peeked.len() <= n,
+            "peeked {} keys, asked for {n}",
+            peeked.len()
+        );
+        let mut popped = Vec::new();
         while let Some(x) = self.wheel.pop_expired(now) {
+            popped.push(x.key);
             let Some(e) = self.entries.get_mut(&x.key) else {
                 return Err(format!("popped unknown key {}", x.key));
             };
@@ -430,6 +442,10 @@ impl Model {
                 e.value = 0;
             }
         }
+        ensure!(
+            popped.starts_with(&peeked),
+            "peek_next_due({now}, {n}) gave {peeked:?}, the pops {popped:?}"
+        );
         self.elapsed = self.elapsed.max(limit);
         if let Some((key, e)) = self
             .entries
