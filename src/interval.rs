@@ -168,8 +168,8 @@ impl MissedTickBehavior {
 }
 
 impl Interval {
-    /// An interval on `timeout`, whose deadline is `start`, on a timer of
-    /// tick `tick`.
+    /// An interval on `timeout`, whose deadline is `start`, ticking every
+    /// `period`.
     pub(crate) fn new(timeout: Timeout, start: Instant, period: Duration) -> Interval {
         let schedule = Schedule {
             period_ticks: timeout.whole_ticks(period).unwrap_or(0),
@@ -342,13 +342,13 @@ impl Interval {
         due
     }
 
-    /// The tick the driver re-arms the entry at once the tick at `next`
-    /// fires.
     /// How late a tick may be and still count as on time.
     fn tolerance(&self) -> Duration {
         Duration::from_micros(u64::from(self.beat.schedule.tolerance_us))
     }
 
+    /// The tick the driver re-arms the entry at once the tick at `next`
+    /// fires.
     fn after(&self, next: Instant) -> u64 {
         self.timeout.tick_of(add(next, self.beat.schedule.period))
     }

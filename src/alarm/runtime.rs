@@ -176,10 +176,11 @@ impl RuntimeAlarm {
     /// spare has then rung with the alarm, and without the second the turn
     /// unparked twice (the alarm, then the spare; 7-18% of the turns of a
     /// deadline a millisecond on one worker, `tests/unpark.rs`). A turn two
-    /// milliseconds late still does. A re-arm with nothing pending replaces the spares with fresh
-    /// ones, never registered, so that no runtime timer of ours is left: an
-    /// idle runtime wakes for nothing, and a paused one does not
-    /// auto-advance its clock to a spare (tokio leaves it where it is).
+    /// milliseconds late still does. A re-arm with nothing pending replaces
+    /// the spares with fresh ones, never registered, so that no runtime
+    /// timer of ours is left: an idle runtime wakes for nothing, and a
+    /// paused one does not auto-advance its clock to a spare (tokio leaves
+    /// it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
         let (set, wake) = {
             let mut guard = lock(&self.armed);
