@@ -108,6 +108,37 @@ fn a_child_starts_a_default_timer_of_its_own() {
     assert!(completes(Delay::new(ms(2)), deadline));
 }
 
+/// A thread-driven `Timer` built in the child (its own driver thread
+/// there) ticks an interval on schedule: every tick at its nominal instant,
+/// never before it, none lost; the parent's default timer is untouched.
+#[test]
+fn an_interval_on_a_timer_built_in_the_child_ticks() {
+    block_on(Delay::new(ms(1)));
+    fork(
+        || {
+            let Ok(timer) = Timer::builder().driver_thread().build() else {
+                return false;
+            };
+            let start = Instant::now() + ms(2);
+            let period = ms(3);
+            let mut interval = timer.interval_at(start, period);
+            block_on(async {
+                for n in 0..4u32 {
+                    let due = interval.tick().await;
+                    if due != start + period * n || Instant::now() < due {
+                        return false;
+                    }
+                }
+                true
+            })
+        },
+        || {},
+    )
+    .unwrap();
+    let deadline = Instant::now() + ms(2);
+    assert!(completes(Delay::new(ms(2)), deadline));
+}
+
 /// A `Delay` the child inherited, polled there (before and after the
 /// parent polled it), completes at its deadline on the child's own timer
 /// instead of waiting for ever on the parent's, whose thread is not in the

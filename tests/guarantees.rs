@@ -16,8 +16,9 @@
 //! [`exactly_once`], [`cancel_at_drop`], [`exact_pending`], [`stop`]
 //! (completes everything, hands back the tasks), [`runtime_shutdown`],
 //! [`spawn_runtime_gone`], [`last_handle_dropped`], [`panics_contained`],
-//! [`paused_clock`]. Every cell runs under a watchdog ([`cell`]): a cell
-//! that hangs fails rather than stalling the run ("nothing hangs"). Fork is
+//! [`paused_clock`], [`interval_ticks`]. Every cell runs under a watchdog
+//! ([`cell`]): a cell that hangs fails rather than stalling the run
+//! ("nothing hangs"). Fork is
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
 //! process of its own); its rows are added there.
 //!
@@ -595,6 +596,57 @@ fn stop<W: Way>() {
     });
 }
 
+/// Intervals, which the driver re-arms as it fires each tick: every tick
+/// reports its nominal instant (the start and whole periods after it) and
+/// completes no earlier, none is lost or doubled, and (generously) each
+/// comes; a stop wakes an interval waiting for its tick and ends it (the
+/// stream returns `None`).
+fn interval_ticks<W: Way>() {
+    use futures::StreamExt;
+    let way = W::start();
+    let way = &way;
+    let timer = way.timer();
+    way.block_on(async {
+        let ticking = [1_000, 1_500, 2_333].map(us).map(|period| {
+            let start = way.now() + us(700);
+            let mut interval = timer.interval_at(start, period);
+            async move {
+                for n in 0..6u32 {
+                    let due = interval.tick().await;
+                    let now = way.now();
+                    let nominal = start + period * n;
+                    assert_eq!(due, nominal, "{}: {period:?}, tick {n}", W::NAME);
+                    assert!(now >= due, "{}: {period:?}, tick {n} early", W::NAME);
+                    assert!(
+                        now - due <= W::LATE,
+                        "{}: {period:?}, tick {n} {:?} late",
+                        W::NAME,
+                        now - due
+                    );
+                }
+                interval
+            }
+        });
+        let mut intervals = futures::future::join_all(ticking).await;
+        let (counter, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        let far = Duration::from_secs(60);
+        let mut waiting = timer.interval_at(way.now() + far, far);
+        assert!(waiting.poll_next_unpin(&mut cx).is_pending());
+        intervals.push(waiting);
+        timer.stop();
+        assert!(wakes(&counter) >= 1, "{}: stop woke no interval", W::NAME);
+        for interval in &mut intervals {
+            assert_eq!(
+                interval.poll_next_unpin(&mut cx),
+                Poll::Ready(None),
+                "{}: an interval went on after stop",
+                W::NAME
+            );
+        }
+    });
+}
+
 /// Runtime shutdown. A runtime-driven timer stops with its runtime: its
 /// timeouts complete cancelled (on any executor, none needed), the closures
 /// of its tasks are freed, and its errors say why. A thread-driven timer
@@ -853,20 +905,20 @@ matrix! {
     current_thread: super::CurrentThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, paused_clock,
+        panics_contained, paused_clock, interval_ticks,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained,
+        panics_contained, interval_ticks,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::ThreadDriver [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown,
         #[cfg(feature = "tokio")] spawn_runtime_gone,
-        last_handle_dropped, panics_contained, paused_clock,
+        last_handle_dropped, panics_contained, paused_clock, interval_ticks,
     ]
     #[cfg(feature = "thread")]
     delay: super::DelayWay [

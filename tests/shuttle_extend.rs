@@ -1,6 +1,6 @@
 //! A schedule-exploring model (shuttle) of the reset by extension: a
 //! timeout's deadline word moved later with one compare-and-swap and no
-//! lock (`Deadlines::extend` in src/shard.rs), racing the driver that
+//! lock (`Deadlines::extend` in src/deadlines.rs), racing the driver that
 //! re-files or fires the entry under the shard's lock (`Deadlines::due`,
 //! `Wheel::pop_expired_checked`), a cancel, the timer's stop (which clears
 //! `LINKED` under the lock), a task reading `deadline()` and `is_expired()`
@@ -26,7 +26,7 @@ use shuttle::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use shuttle::sync::{Arc, Mutex};
 use shuttle::thread;
 
-// The deadline word, as in src/shard.rs.
+// The deadline word, as in src/deadlines.rs.
 const LINKED: u64 = 1 << 63;
 const GEN_SHIFT: u32 = 48;
 const GEN_MASK: u64 = (1 << 14) - 1;
@@ -424,12 +424,15 @@ fn stale_extend_after_reuse(broken: Broken) {
 }
 
 /// An interval's re-arm by the driver (`Deadlines::beat_due` in
-/// src/shard.rs) racing its task taking the tick (`Interval::take` in
+/// src/deadlines.rs) racing its task taking the tick (`Interval::take` in
 /// src/interval.rs): the driver fires the entry and re-arms it (`UNTAKEN`),
 /// or, finding the last tick untaken, stalls it (`STALLED`, not re-armed);
 /// the task takes a tick with a compare-and-swap that must fail on a stall,
 /// and otherwise re-arms under the lock. No tick may be lost: after the
 /// task's last take the entry is linked, or a tick is waiting for it.
+/// `Inner::linked` is the interval's deadline word: the driver changes it
+/// only under the lock, and only when the entry leaves the wheel (a stall);
+/// a re-arm leaves it alone, as the code does since issue 29's third pass.
 mod beat {
     use super::*;
 
