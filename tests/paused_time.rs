@@ -369,3 +369,63 @@ async fn a_dropped_timeout_leaves_the_alarm_for_one_auto_advance() {
     assert_eq!(paused_clock_moved_while_idle().await, ms(10));
     assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
 }
+
+/// The runtime's parks over a paused run of deadlines every 500 µs for
+/// 200 ms on a timer of tick `tick`, and the timer's turns.
+fn parks_and_turns(tick: Duration) -> (u64, u64) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let parks = Arc::new(AtomicU64::new(0));
+    let counter = parks.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .on_thread_park(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        })
+        .build()
+        .unwrap();
+    let turns = rt.block_on(async {
+        let timer = Timer::builder().tick(tick).build().unwrap();
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..400u64)
+            .map(|i| {
+                let due = start + us(500 * i + 250);
+                let sleep = timer.sleep_until(due);
+                tokio::spawn(async move {
+                    sleep.await;
+                    assert!(Instant::now() >= due, "never early");
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        timer.stats().driver_wakeups
+    });
+    (parks.load(Ordering::Relaxed), turns)
+}
+
+/// A coarser tick parks the runtime once a turn: the alarm's spares go a
+/// tick after it, not a millisecond (at a millisecond, a timer of a 2 ms
+/// tick woke its runtime every millisecond for nothing, the parks of a
+/// 1 ms tick for half the turns). On paused time every runtime timer is
+/// a park: the runtime advances its clock to it.
+#[test]
+fn a_coarser_tick_parks_the_runtime_once_a_turn() {
+    for tick in [ms(1), ms(2), ms(5)] {
+        let (parks, turns) = parks_and_turns(tick);
+        let expected = 200_000 / tick.as_micros() as u64;
+        assert!(
+            turns >= expected - 2 && turns <= expected + 2,
+            "tick {tick:?}: {turns} turns in 200 ms, {expected} expected"
+        );
+        // A park for each turn, and a few around the run (the first
+        // poll, the tasks' joins).
+        assert!(
+            parks <= turns + 5,
+            "tick {tick:?}: {parks} parks for {turns} turns"
+        );
+    }
+}

@@ -3,8 +3,8 @@
 //! the driver while it processes its timers, and the wakes the driver makes
 //! there are batched with the runtime's (see `driver.rs`).
 //!
-//! Two spare runtime timers, one and two runtime milliseconds after the
-//! alarm, keep the driver's re-arm from unparking the runtime (see
+//! Two spare runtime timers, one and two runtime milliseconds (or ticks,
+//! where the tick is coarser) after the alarm, keep the driver's re-arm from unparking the runtime (see
 //! [`RuntimeAlarm::arm`]).
 
 use std::cell::Cell;
@@ -36,7 +36,7 @@ pub(crate) struct RuntimeAlarm {
 struct Armed {
     sleep: Pin<Box<Sleep>>,
     /// Two more runtime timers, registered one and two runtime milliseconds
-    /// after the alarm whenever the driver re-arms it after a turn, and
+    /// (or ticks, see [`spare_gap`]) after the alarm whenever the driver re-arms it after a turn, and
     /// never polled: they wake nothing. They only keep the runtime's next
     /// wake-up at or before the driver's next re-arm (see
     /// [`RuntimeAlarm::arm`]).
@@ -55,8 +55,10 @@ struct Armed {
     _live: LiveTimer,
 }
 
-/// How far apart the alarm and its spares are registered: the runtime's
-/// timer resolution (see [`Armed::spares`]).
+/// How far apart the alarm and its spares are registered, at least: the
+/// runtime's timer resolution (see [`Armed::spares`]). A coarser tick
+/// spaces them by the tick, the least time to the next re-arm on its grid
+/// (see [`spare_gap`]).
 const SPARE_AFTER: Duration = Duration::from_millis(1);
 /// The spares of an alarm: one for a turn on time, a second for a turn a
 /// whole runtime millisecond late (see [`RuntimeAlarm::arm`]).
@@ -165,7 +167,8 @@ impl RuntimeAlarm {
     ///
     /// The driver's re-arm (`force`) also moves the alarm's spares, two
     /// `Sleep`s that are never polled, to one and two runtime milliseconds
-    /// after the alarm: the runtime computes its next wake-up before it
+    /// (or ticks, where the tick is coarser: [`spare_gap`]) after the
+    /// alarm: the runtime computes its next wake-up before it
     /// calls the alarm's waker, and a registration earlier than that
     /// wake-up unparks its driver (an eventfd write, on every turn without
     /// the spares). The second spare is for a turn that runs a whole
@@ -249,9 +252,10 @@ impl RuntimeAlarm {
                 // Moving them later is an atomic store each (no lock, no
                 // unpark); they wake nothing when they ring, so they can
                 // never turn the wheels nor fire anything early.
+                let gap = spare_gap(clock);
                 let mut at = instant;
                 for spare in &mut alarm.spares {
-                    at += SPARE_AFTER;
+                    at += gap;
                     spare.as_mut().reset(tokio::time::Instant::from_std(at));
                 }
                 alarm.spare_set = true;
@@ -297,6 +301,16 @@ impl RuntimeAlarm {
         drop(alarm);
         self.ended.notify_one();
     }
+}
+
+/// How far after the alarm its spares go, one after the other: the
+/// earliest the next re-arm can come, a runtime millisecond, or a tick
+/// where the tick is coarser (the alarm then rings on the tick's grid, see
+/// [`alarm_instant`]). A spare closer than the next re-arm would wake the
+/// runtime for nothing: with a spare a millisecond out, a timer of a 2 ms
+/// tick woke its runtime every millisecond, as many parks as a 1 ms tick.
+fn spare_gap(clock: &Clock) -> Duration {
+    SPARE_AFTER.max(Duration::from_micros(clock.tick_us))
 }
 
 /// An instant the runtime's timer never reaches: the deadline of a `Sleep`
