@@ -40,9 +40,11 @@
 //!
 //! W9 (heartbeat storm) measures process-wide figures (CPU, context
 //! switches, RSS), so each contender runs in a fresh child process of this
-//! binary (`--w9-child=hashwheel|time|tokio|alt|pingora`), which prints one `W9CHILD key=value
-//! ...` line that the parent reads: nothing of one contender (threads, heap,
-//! rusage) bleeds into the other's figures.
+//! binary (`--w9-child=hashwheel|hashwheel-2ms|time|tokio|alt|pingora|floor`,
+//! `floor` being the runtime's cost with no timer and `hashwheel-2ms` a
+//! `Timer` of a 2 ms tick), which prints one `W9CHILD key=value ...` line
+//! that the parent reads: nothing of one contender (threads, heap, rusage)
+//! bleeds into the other's figures.
 //!
 //! The benches are their own workspace member, built without tokio's
 //! `test-util`, so `tokio::time::Instant::now()` is the OS clock read.

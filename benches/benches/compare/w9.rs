@@ -2,10 +2,14 @@
 //! 30 s idle timeout reset after every heartbeat; each contender in a child
 //! process of this binary.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+use futures::task::AtomicWaker;
 use hashwheel::Timer;
 use tokio::runtime::Builder;
 use tokio::time::Instant;
@@ -187,6 +191,120 @@ async fn w9_conn_tokio(first: Instant, window: (Instant, Instant)) {
     }
 }
 
+/// One connection of the runtime's floor ([`FloorDriver`]): the flag
+/// the driver sets when its beat is due, and the task's waker.
+struct FloorConn {
+    fired: AtomicBool,
+    waker: AtomicWaker,
+}
+
+/// The runtime's floor: the same tasks woken at the same instants, a turn
+/// a millisecond ([`FloorDriver`]), with no timer's bookkeeping at all (no entry, no
+/// deadline, no idle timeout): the wake, the schedule, the poll and the
+/// parks that any timer on this runtime pays for a heartbeat. What a
+/// contender spends above it is its timer's own cost.
+async fn w9_conn_floor(conn: Arc<FloorConn>, first: Instant, window: (Instant, Instant)) {
+    let mut due = first;
+    loop {
+        std::future::poll_fn(|cx| {
+            if conn.fired.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            conn.waker.register(cx.waker());
+            if conn.fired.swap(false, Ordering::AcqRel) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        w9_record(due, window);
+        due += HEARTBEAT;
+    }
+}
+
+/// The floor's driver: connection `i` of `n` beats at `start + i/n s`
+/// and every second after, so one cursor over the connections is a
+/// perfect timer for this load. It turns where timers are turned, in the
+/// runtime's own timer processing (the waker of a tokio `Sleep` reset a
+/// millisecond ahead each turn, as hashwheel's alarm is), not in a task
+/// of its own: woken from a task, a wake pushes work to the other
+/// worker (five times the context switches on 2 workers).
+struct FloorDriver {
+    conns: Vec<Arc<FloorConn>>,
+    start: Instant,
+    /// Rung and not yet turned for.
+    rang: AtomicBool,
+    turn: Mutex<(usize, u32, Pin<Box<tokio::time::Sleep>>)>,
+}
+
+impl FloorDriver {
+    /// Wakes what is due and arms the next turn for the next beat. tokio
+    /// calls the waker from inside `reset` when the instant has passed
+    /// (here, within a turn: the lock is held), so a ring that finds the
+    /// turn taken leaves it to the holder, which turns again while rung.
+    fn ring(self: &Arc<Self>) {
+        self.rang.store(true, Ordering::SeqCst);
+        loop {
+            let Ok(mut guard) = self.turn.try_lock() else {
+                return;
+            };
+            let (next, round, sleep) = &mut *guard;
+            let n = self.conns.len();
+            let waker = Waker::from(self.clone());
+            while self.rang.swap(false, Ordering::SeqCst) {
+                let due = self.fire(next, round, Instant::now(), n);
+                // The next connection's beat, which tokio rounds up to its
+                // millisecond: a turn a millisecond under this load, as the
+                // timers' turns (a turn a millisecond ahead of the last
+                // would come two later).
+                sleep.as_mut().reset(due);
+                // Pending, unless that beat came meanwhile.
+                if sleep
+                    .as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_ready()
+                {
+                    self.rang.store(true, Ordering::SeqCst);
+                }
+            }
+            drop(guard);
+            // A ring between the last look and the unlock.
+            if !self.rang.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+
+    /// Wakes every connection due by `now` from the cursor on; returns
+    /// when the next one is due.
+    fn fire(&self, next: &mut usize, round: &mut u32, now: Instant, n: usize) -> Instant {
+        loop {
+            let due = self.start + HEARTBEAT * *round + HEARTBEAT * *next as u32 / n as u32;
+            if due > now {
+                return due;
+            }
+            let conn = &self.conns[*next];
+            conn.fired.store(true, Ordering::Release);
+            conn.waker.wake();
+            *next += 1;
+            if *next == n {
+                (*next, *round) = (0, *round + 1);
+            }
+        }
+    }
+}
+
+impl Wake for FloorDriver {
+    fn wake(self: Arc<Self>) {
+        self.ring();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.ring();
+    }
+}
+
 /// pingora-timeout's `fast_sleep` as the heartbeat, with no idle timeout:
 /// lighter work than the others (one timer per connection, not two, and
 /// no reset per beat), its deadlines rounded to 10 ms.
@@ -213,21 +331,52 @@ pub fn w9_child(which: &str, cfg: &Config) {
         panic!("the alternative timer needs --cfg tokio_unstable");
     }
     let rt = builder.build().unwrap();
-    let timer = (which == "hashwheel").then(|| rt.block_on(async { Timer::new() }));
+    let timer = match which {
+        "hashwheel" => Some(rt.block_on(async { Timer::new() })),
+        // The knob that trades lateness for fewer turns (BENCHMARKS.md,
+        // "Where a heartbeat goes"): not in the default runs.
+        "hashwheel-2ms" => Some(rt.block_on(async {
+            Timer::builder()
+                .tick(Duration::from_millis(2))
+                .build()
+                .expect("a 2 ms tick")
+        })),
+        _ => None,
+    };
     let rss_base = rss_bytes();
     let start = Instant::now() + Duration::from_millis(100);
     let window = (
         start + Duration::from_millis(cfg.w9_warmup_ms),
         start + Duration::from_millis(cfg.w9_warmup_ms + cfg.w9_window_ms),
     );
+    let mut floor = Vec::new();
     for i in 0..n {
         let first = start + HEARTBEAT * i as u32 / n as u32;
+        if which == "floor" {
+            let conn = Arc::new(FloorConn {
+                fired: AtomicBool::new(false),
+                waker: AtomicWaker::new(),
+            });
+            floor.push(conn.clone());
+            rt.spawn(w9_conn_floor(conn, first, window));
+            continue;
+        }
         match &timer {
             Some(timer) => rt.spawn(w9_conn_hashwheel(timer.clone(), first, window)),
             None if which == "pingora" => rt.spawn(w9_conn_pingora(first, window)),
             None if which == "time" => rt.spawn(w9_conn_time(first, window)),
             None => rt.spawn(w9_conn_tokio(first, window)),
         };
+    }
+    if which == "floor" {
+        let _entered = rt.enter();
+        let driver = Arc::new(FloorDriver {
+            conns: floor,
+            start,
+            rang: AtomicBool::new(false),
+            turn: Mutex::new((0, 0, Box::pin(tokio::time::sleep_until(start)))),
+        });
+        driver.ring();
     }
     if Instant::now() > window.0 {
         eprintln!("W9 {which}: spawning {n} connections outlasted the warm-up; raise --warmup-ms");

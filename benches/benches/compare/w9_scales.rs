@@ -1,7 +1,8 @@
 //! W9 across scales (`--only=W9 --w9-scales`): the heartbeat storm at
 //! 10,000, 100,000 and 1,000,000 connections on 2 workers and at 10,000
 //! and 100,000 on 1 worker, every contender (`Timer`, `hashwheel::time`,
-//! `tokio::time`, tokio's alternative timer where built in) in a child
+//! `tokio::time`, tokio's alternative timer where built in, and the
+//! runtime's floor: the same wakes with no timer) in a child
 //! process of its own, the contenders alternating within each of
 //! `--w9-rounds` rounds (3 by default: single rounds swing by 15–20% on
 //! these machines). Prints one table with every round, the mean, the ratio
@@ -34,12 +35,16 @@ fn contenders() -> Vec<(&'static str, &'static str)> {
         ("hashwheel", "hashwheel Timer"),
         ("time", "hashwheel::time"),
         ("tokio", "tokio::time"),
+        ("floor", FLOOR),
     ];
     if ALT_TIMER {
         out.push(("alt", "tokio alternative timer"));
     }
     out
 }
+
+/// The runtime's floor (`w9::w9_conn_floor`): the same wakes with no timer.
+const FLOOR: &str = "runtime floor (no timer)";
 
 /// One contender's rounds at one scale.
 struct Rounds {
@@ -112,18 +117,23 @@ pub fn w9_scales(cfg: &Config) {
         "W9 across scales: CPU ms/s per round, the mean's ratio to tokio::time's, the median \
          of the single-round ratios (round i against tokio's round i: a neighbour's burst on \
          the shared machine moves one round, not the median) and the highest, CPU ns per \
-         heartbeat (mean), lateness p50 / p99 ms (spread over rounds), RSS growth bytes per \
+         heartbeat (mean) and above the runtime's floor (the same tasks woken at the same \
+         instants by a cursor over them, no timer: what any timer pays on this runtime) with its \
+         ratio to tokio's, lateness p50 / p99 ms (spread over rounds), RSS growth bytes per \
          connection (mean)"
     );
     println!();
-    println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | p50 ms | p99 ms | min µs | bytes/conn |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | above the floor (÷ tokio's) | p50 ms | p99 ms | min µs | bytes/conn |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for ((n, workers), these) in &results {
         let tokio = these
             .iter()
             .find(|r| r.name == "tokio::time")
             .expect("tokio ran");
         let tokio_each = tokio.each("cpu_ms_s");
+        let floor = these.iter().find(|r| r.name == FLOOR);
+        let above =
+            |r: &Rounds| floor.map(|f| (r.mean("cpu_ms_s") - f.mean("cpu_ms_s")) * 1e6 / *n as f64);
         for r in these {
             let each = r.each("cpu_ms_s");
             let cpu: Vec<String> = each.iter().map(|v| format!("{v:.1}")).collect();
@@ -149,8 +159,16 @@ pub fn w9_scales(cfg: &Config) {
                 .map(|f| (get(f, "rss") - get(f, "rss_base")) / *n as f64)
                 .sum::<f64>()
                 / r.figures.len() as f64;
+            let above_floor = match (above(r), above(tokio)) {
+                _ if r.name == FLOOR => "–".to_string(),
+                // Within the rounds' spread of the floor, tokio's timer
+                // costs nothing measurable: no ratio.
+                (Some(a), Some(t)) if t <= 0.0 => format!("{a:.0} (tokio's ≤ 0)"),
+                (Some(a), Some(t)) => format!("{a:.0} ({:.2}×)", a / t),
+                _ => "–".to_string(),
+            };
             println!(
-                "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {} | {} | {min:.0} | {per_conn:.0} |",
+                "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} |",
                 thousands(*n),
                 r.name,
                 cpu.join(", "),
@@ -175,6 +193,7 @@ fn color(name: &str) -> RGBColor {
         "hashwheel Timer" => RGBColor(31, 119, 180),
         "hashwheel::time" => RGBColor(110, 175, 225),
         "tokio::time" => RGBColor(230, 120, 20),
+        FLOOR => RGBColor(140, 140, 140),
         _ => RGBColor(150, 100, 190),
     }
 }
