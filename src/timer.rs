@@ -1083,11 +1083,11 @@ impl Builder {
     /// timer was built, so a timeout fires at the first of them at or after
     /// its deadline (at most one tick late), and far fewer wake-ups serve
     /// many timeouts: the knob that trades lateness for CPU. On W9
-    /// (heartbeats, BENCHMARKS.md) a 2 ms tick halves the runtime's parks
-    /// and costs 0.6–0.8× `tokio::time`'s CPU at 10,000 and 100,000
-    /// connections (1 ms: level with tokio's), with heartbeats 1.0–1.1 ms
-    /// late at the median, as tokio's, and 2.2–2.4 ms at the p99 (tokio's
-    /// 1.9–2.1).
+    /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
+    /// less often and costs 0.6–0.9× `tokio::time`'s CPU at 10,000 and
+    /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),
+    /// with heartbeats 1.0–1.1 ms late at the median, as tokio's, and
+    /// 0.2–0.4 ms later than tokio's at the p99 (1 ms: 0.6× tokio's).
     ///
     /// A timer driven by a runtime takes ticks from 1 ms (the runtime
     /// timer's resolution); a thread-driven one
