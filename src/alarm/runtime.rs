@@ -4,8 +4,8 @@
 //! there are batched with the runtime's (see `driver.rs`).
 //!
 //! Two spare runtime timers, one and two runtime milliseconds (or ticks,
-//! where the tick is coarser) after the alarm, keep the driver's re-arm from unparking the runtime (see
-//! [`RuntimeAlarm::arm`]).
+//! where the tick is coarser) after the alarm, keep the driver's re-arm
+//! from unparking the runtime (see [`RuntimeAlarm::arm`]).
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -36,8 +36,8 @@ pub(crate) struct RuntimeAlarm {
 struct Armed {
     sleep: Pin<Box<Sleep>>,
     /// Two more runtime timers, registered one and two runtime milliseconds
-    /// (or ticks, see [`spare_gap`]) after the alarm whenever the driver re-arms it after a turn, and
-    /// never polled: they wake nothing. They only keep the runtime's next
+    /// (or ticks, see [`spare_gap`]) after the alarm whenever the driver
+    /// re-arms it after a turn, and never polled: they wake nothing. They only keep the runtime's next
     /// wake-up at or before the driver's next re-arm (see
     /// [`RuntimeAlarm::arm`]).
     spares: [Pin<Box<Sleep>>; SPARES],
