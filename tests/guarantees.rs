@@ -3,7 +3,9 @@
 //! named `<row>::<column>` (`cargo test --test guarantees delay::`).
 //!
 //! Rows, the ways in ([`Way`]): `current_thread` (a runtime-driven `Timer`
-//! on a current-thread runtime, on tokio's paused clock), `multi_thread`
+//! on a current-thread runtime, on tokio's paused clock), `coarse_tick`
+//! (the same with a 2 ms tick: its alarm rings on the tick's grid, its
+//! spare runtime timers a tick apart), `multi_thread`
 //! (on a 2-worker runtime, on the real clock: tokio pauses only
 //! current-thread runtimes), `thread_driver` (`Builder::driver_thread`, on
 //! std's clock; it sleeps on a timerfd on Linux, and on the `Condvar` of
@@ -154,16 +156,19 @@ fn cell(name: &str, body: impl FnOnce() + Send + 'static) {
 
 // ---- the rows ----
 
-/// A runtime-driven timer on a current-thread runtime with paused time.
+/// A runtime-driven timer on a current-thread runtime with paused time, of
+/// a tick of `TICK_MS` milliseconds: the default 1 (`current_thread`), or
+/// a coarser tick (`coarse_tick`), whose alarm rings on the tick's grid
+/// and keeps its spare runtime timers a tick apart.
 #[cfg(feature = "tokio")]
-struct CurrentThread {
+struct CurrentThread<const TICK_MS: u64 = 1> {
     rt: Option<tokio::runtime::Runtime>,
     timer: Option<Timer>,
 }
 
 #[cfg(feature = "tokio")]
-impl CurrentThread {
-    fn with(executor: hashwheel::TaskExecutor) -> CurrentThread {
+impl<const TICK_MS: u64> CurrentThread<TICK_MS> {
+    fn with(executor: hashwheel::TaskExecutor) -> CurrentThread<TICK_MS> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .start_paused(true)
@@ -172,6 +177,7 @@ impl CurrentThread {
         let timer = Timer::builder()
             .handle(rt.handle().clone())
             .task_executor(executor)
+            .tick(Duration::from_millis(TICK_MS))
             .shards(2)
             .build()
             .unwrap();
@@ -183,10 +189,16 @@ impl CurrentThread {
 }
 
 #[cfg(feature = "tokio")]
-impl Way for CurrentThread {
-    const NAME: &'static str = "current_thread";
+impl<const TICK_MS: u64> Way for CurrentThread<TICK_MS> {
+    const NAME: &'static str = if TICK_MS == 1 {
+        "current_thread"
+    } else {
+        "coarse_tick"
+    };
     const KIND: Kind = Kind::Runtime;
-    const LATE: Duration = Duration::from_millis(1);
+    /// Exact under paused time: a timeout fires on the first tick at or
+    /// after its deadline.
+    const LATE: Duration = Duration::from_millis(TICK_MS);
     const SHORT: Duration = Duration::from_millis(2);
     fn start() -> Self {
         CurrentThread::with(hashwheel::TaskExecutor::default())
@@ -903,6 +915,12 @@ macro_rules! matrix {
 matrix! {
     #[cfg(feature = "tokio")]
     current_thread: super::CurrentThread [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
+        panics_contained, paused_clock, interval_ticks,
+    ]
+    #[cfg(feature = "tokio")]
+    coarse_tick: super::CurrentThread<2> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks,
