@@ -37,9 +37,9 @@ struct Armed {
     sleep: Pin<Box<Sleep>>,
     /// Two more runtime timers, registered one and two runtime milliseconds
     /// (or ticks, see [`spare_gap`]) after the alarm whenever the driver
-    /// re-arms it after a turn, and never polled: they wake nothing. They only keep the runtime's next
-    /// wake-up at or before the driver's next re-arm (see
-    /// [`RuntimeAlarm::arm`]).
+    /// re-arms it after a turn, and never polled: they wake nothing. They
+    /// only keep the runtime's next wake-up at or before the driver's next
+    /// re-arm (see [`RuntimeAlarm::arm`]).
     spares: [Pin<Box<Sleep>>; SPARES],
     /// Whether the spares are registered with the runtime's timer (reset
     /// since they were last replaced).
