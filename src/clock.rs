@@ -98,20 +98,6 @@ impl Clock {
         }
     }
 
-    /// `d` in whole microseconds, if it is a whole number of them (and
-    /// fits a `u64`): then for any deadline `t` past the start,
-    /// `tick_of(t + d) == tick_of(t) + units`, both rounded up alike. An
-    /// interval re-arms by this sum instead of by `Instant` arithmetic.
-    pub(crate) fn whole_units(&self, d: Duration) -> Option<u64> {
-        let ns = d.as_nanos();
-        let unit = u128::from(UNIT_NS);
-        if ns % unit == 0 {
-            u64::try_from(ns / unit).ok()
-        } else {
-            None
-        }
-    }
-
     /// `deadline`, rounded up to the microsecond.
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         match deadline.checked_duration_since(self.start) {

@@ -1,55 +1,85 @@
-//! The deadline words of a shard's owned entries, and what an
-//! [`Interval`](crate::Interval) shares with the driver (its [`Beat`]).
+//! The deadline words of a shard's owned entries: a timeout's deadline,
+//! or an [`Interval`](crate::Interval)'s beat state.
 //!
 //! The words are read and written without the shard's lock (a reset to a
-//! later deadline is one compare-and-swap), so they live at addresses that
-//! never move. Below `shard.rs`: it imports only the wheel.
+//! later deadline is one compare-and-swap; an interval's task takes its
+//! tick with one), so they live at addresses that never move. Below
+//! `shard.rs`: it imports only the wheel.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::task::Waker;
-use std::time::Duration;
 
 use crate::wheel::dir::{boxed_array, NEAR_SHIFT};
 use crate::wheel::raw::{Due, Key};
-use crate::wheel::store::{self, Place, Sparse};
+use crate::wheel::store::{self, Place};
 
 /// The deadline word of an owned wheel entry (a registered
-/// [`Timeout`](crate::Timeout)), one `AtomicU64` per store slot in a
-/// [`Deadlines`] table at an address that never moves.
+/// [`Timeout`](crate::Timeout), or an [`Interval`](crate::Interval)'s
+/// entry), one `AtomicU64` per store slot in a [`Deadlines`] table at an
+/// address that never moves.
 ///
 /// | bits  | meaning                                                    |
 /// |-------|------------------------------------------------------------|
 /// | 63    | [`LINKED`]: the entry is pending in the wheel              |
 /// | 62    | [`BEAT`]: the entry is an [`Interval`](crate::Interval)'s  |
-/// | 48-61 | generation of the slot: bumped by every insert into it     |
-/// | 0-47  | the entry's deadline tick, or [`FAR`]: ask the wheel       |
+/// | 61    | [`UNTAKEN`]: an interval's tick fired, not taken yet       |
+/// | 60    | [`STALLED`]: an interval's entry fired while a tick waited |
+/// | 48-59 | generation of the slot: bumped by every insert into it     |
+/// | 0-47  | a timeout's deadline tick, or [`FAR`]: ask the wheel; an   |
+/// |       | interval's re-arm tick                                     |
 ///
 /// While `LINKED`, a timeout's entry sits in the wheel at a tick at or
 /// before the word's: the handle may move the word's deadline later with one
 /// compare-and-swap and no lock ([`Deadlines::extend`]), which succeeds only
-/// on "linked, this generation, not `FAR`". Everything else changes the word
-/// under the shard's lock. When the entry comes due, the driver (under the
-/// lock) re-files it at the word's deadline if that is still ahead, and
-/// otherwise clears `LINKED` with a compare-and-swap and fires it: a
-/// concurrent extension either lands before that (and is re-filed) or fails
-/// (and the handle finds the entry fired under the lock).
+/// on "linked, a timeout's, this generation, not `FAR`". Everything else
+/// changes the word under the shard's lock. When the entry comes due, the
+/// driver (under the lock) re-files it at the word's deadline if that is
+/// still ahead, and otherwise clears `LINKED` with a compare-and-swap and
+/// fires it: a concurrent extension either lands before that (and is
+/// re-filed) or fails (and the handle finds the entry fired under the lock).
 ///
-/// An interval's word ([`BEAT`]) changes only under the lock, and only
-/// when its entry goes into the wheel or leaves it: the driver re-arms the
-/// entry beat after beat without writing the word (see
-/// [`Deadlines::due`]), so its deadline part stays the tick the interval
-/// was registered or last reset at.
+/// # An interval's word: its beat
+///
+/// An interval's whole shared state is its word and its wheel entry, both
+/// of which the driver reaches anyway: the word says whether a tick waits
+/// to be taken ([`UNTAKEN`]) and the tick the driver re-arms the entry at
+/// when it fires (the handle's next tick but one); the entry holds the
+/// task's waker, as a timeout's does. No allocation of its own, no table
+/// look-up: a heartbeat touches the entry, the word and the task.
+///
+/// | word            | the entry                    | who writes the word   |
+/// |-----------------|------------------------------|-----------------------|
+/// | `LINKED`        | pending, for the handle's next tick | the handle, under the lock |
+/// | `LINKED \| UNTAKEN` | re-armed for the tick after; a tick waits | the handle, one compare-and-swap (takes it) |
+/// | `UNTAKEN \| STALLED` | fired, not re-armed: a tick waits and the task is not woken again | the handle, under the lock (re-arms it) |
+///
+/// The driver (under the lock) sets `UNTAKEN` as it fires a tick and
+/// re-arms the entry at the word's re-arm tick ([`Due::Rearm`]), moving the
+/// task's waker out of the entry to wake it once the lock is released; it
+/// puts the waker back afterwards (see `turn.rs`), so that in the steady
+/// state the task's poll registers nothing. While `UNTAKEN` is clear the
+/// handle writes the word only under the lock, and the driver with a plain
+/// store; while it is set, the handle takes the tick with a
+/// compare-and-swap (clearing it, and moving the re-arm tick a period on)
+/// and the driver stalls the entry with one, so one of the two wins.
+/// Modelled in `tests/shuttle_beat.rs`.
 pub(crate) const LINKED: u64 = 1 << 63;
 /// The deadline part of a deadline word; as a value, "too far for the word:
 /// the wheel holds the deadline" (about 8.9 years after the timer's start).
 pub(crate) const FAR: u64 = (1 << 48) - 1;
-/// The entry belongs to an interval: its [`Beat`] is in
-/// [`ShardState::beats`](crate::shard::ShardState::beats), and the driver re-arms it when it fires.
+/// The entry belongs to an interval: the driver re-arms it when it fires
+/// (see [the word](LINKED)).
 pub(crate) const BEAT: u64 = 1 << 62;
+/// An interval's entry fired and its tick has not been taken yet.
+pub(crate) const UNTAKEN: u64 = 1 << 61;
+/// An interval's entry fired while a tick was untaken, so it was not
+/// re-armed (it is fired, not linked); taking the tick re-arms it under the
+/// lock.
+pub(crate) const STALLED: u64 = 1 << 60;
 const GEN_SHIFT: u32 = 48;
 /// The generation part of a deadline word, shifted down.
-pub(crate) const GEN_MASK: u64 = (1 << 14) - 1;
+pub(crate) const GEN_MASK: u64 = (1 << 12) - 1;
 
 /// The generation in deadline word `word`.
 pub(crate) fn word_gen(word: u64) -> u64 {
@@ -219,9 +249,9 @@ impl Deadlines {
         (small.chain(big).collect(), bytes)
     }
 
-    /// Inserted into the wheel at `key`, due at `tick`, an interval's if
-    /// `beat`: the slot's next generation, linked. Returns the generation.
-    /// Under the lock.
+    /// Inserted into the wheel at `key`, due at `tick` (an interval's,
+    /// `beat`: re-armed at `tick` when it fires): the slot's next
+    /// generation, linked. Returns the generation. Under the lock.
     pub(crate) fn insert(&self, key: Key, tick: u64, beat: bool) -> u64 {
         let slot = self.slot_or_grow(key);
         let gen = (word_gen(slot.load(Ordering::Relaxed)) + 1) & GEN_MASK;
@@ -230,16 +260,17 @@ impl Deadlines {
         gen
     }
 
-    /// Moves the deadline of the linked entry `key` of generation `gen` to
-    /// `tick` if that is later: one compare-and-swap, no lock. Returns
-    /// `false` where it did nothing (not linked, another generation, not
-    /// later, or too far for the word): the caller takes the lock.
+    /// Moves the deadline of the linked timeout `key` of generation `gen`
+    /// to `tick` if that is later: one compare-and-swap, no lock. Returns
+    /// `false` where it did nothing (not linked, an interval's, another
+    /// generation, not later, or too far for the word): the caller takes
+    /// the lock.
     #[inline]
     pub(crate) fn extend(&self, key: Key, gen: u64, tick: u64) -> bool {
         let slot = self.slot(key);
         let cur = slot.load(Ordering::Acquire);
         let old = cur & FAR;
-        cur & LINKED != 0
+        cur & (LINKED | BEAT) == LINKED
             && word_gen(cur) == gen
             && old != FAR
             && tick > old
@@ -255,43 +286,28 @@ impl Deadlines {
     }
 
     /// The driver found the entry `key` due, filed in the wheel at tick
-    /// `filed` (under the lock): [`Due::Refile`] at its extended deadline
-    /// (later than `filed`), or [`Due::Fire`] once it is marked fired
-    /// (`LINKED` cleared, in a compare-and-swap that a concurrent extension
-    /// makes retry). It fires only at the deadline it is filed at, which
-    /// the wheel hands out once the clock has reached it: never early.
+    /// `filed`, holding `waker` (under the lock).
     ///
-    /// An interval's entry ([`BEAT`]) whose last tick was taken is re-armed
-    /// instead, at the tick its handle left in its [`Beat`]
-    /// ([`Due::Rearm`]), and `woken` gets the beat's waker, taken out under
-    /// the lock (no foreign code runs: it only moves), to wake once the lock
-    /// is released; none if the task is registering a new one at that
-    /// moment, which then wakes itself (`AtomicWaker`'s protocol). One whose last tick is still untaken fires, unwoken, and
-    /// is marked [`STALLED`]: a task that stopped calling `tick` is not
-    /// woken again. (An interval's word changes only under the lock: its
-    /// handle never extends it without it.)
+    /// A timeout's: [`Due::Refile`] at its extended deadline (later than
+    /// `filed`), or [`Due::Fire`] once it is marked fired (`LINKED`
+    /// cleared, in a compare-and-swap that a concurrent extension makes
+    /// retry). It fires only at the deadline it is filed at, which the
+    /// wheel hands out once the clock has reached it: never early.
+    ///
+    /// An interval's ([`BEAT`]): see [`beat_due`](Self::beat_due).
     #[inline]
     pub(crate) fn due(
         &self,
         key: Key,
         filed: u64,
-        beats: &Sparse<Arc<Beat>>,
+        waker: &mut Option<Waker>,
         woken: impl FnOnce(Waker),
     ) -> Due {
         let slot = self.slot(key);
-        // An interval's entry has its `Beat` for as long as it is in the
-        // wheel (both go in and out together, under the lock), and its word
-        // changes only under the lock: the beat alone says what to do, and
-        // the word is not read on a beat (a cache line fewer).
-        if let Some(beat) = beats.get(key) {
-            debug_assert_eq!(
-                slot.load(Ordering::Relaxed) & (LINKED | BEAT),
-                LINKED | BEAT,
-                "an interval's entry due with its word unlinked or not a beat's"
-            );
-            return Self::beat_due(slot, filed, beat, woken);
-        }
         let mut cur = slot.load(Ordering::Acquire);
+        if cur & BEAT != 0 {
+            return Self::beat_due(slot, cur, filed, waker, woken);
+        }
         loop {
             let tick = cur & FAR;
             if cur & LINKED != 0 && tick != FAR && tick > filed {
@@ -310,48 +326,60 @@ impl Deadlines {
     }
 
     /// [`due`](Self::due) for an interval's entry, filed at `filed`, word
-    /// `slot`.
+    /// `slot` (read as `word`).
     ///
-    /// A re-arm leaves the word as it is: linked, of its generation, at the
-    /// tick the interval was registered or last reset at (under the lock).
-    /// Nothing reads an interval's deadline from its word: its handle keeps
-    /// the next tick, the wheel the tick it is filed at. Only a fire that
-    /// leaves the entry out of the wheel (a stall, a period too long for
-    /// the word) clears `LINKED`.
-    fn beat_due(slot: &AtomicU64, filed: u64, beat: &Beat, woken: impl FnOnce(Waker)) -> Due {
-        let mut state = beat.state.load(Ordering::Acquire);
+    /// A tick not waiting ([`UNTAKEN`] clear): the entry is re-armed at the
+    /// word's re-arm tick ([`Due::Rearm`]) and the word marked `UNTAKEN`,
+    /// its tick left as it is (the handle moves it on as it takes the
+    /// tick); `woken` gets the task's waker, moved out of the entry under
+    /// the lock (no foreign code runs: it only moves), to wake once the
+    /// lock is released and put back (see `turn.rs`). A re-arm tick too
+    /// far for the word (a period of years) fires the entry instead, not
+    /// re-armed ([`Due::Stall`], marked as stalled; the task re-arms it
+    /// under the lock as it takes the tick), its waker handed to `woken`
+    /// all the same.
+    ///
+    /// A tick still waiting: the entry fires unwoken, keeping its waker,
+    /// and is marked [`STALLED`] ([`Due::Stall`]): a task that stopped
+    /// calling `tick` is not woken again. The handle may take the waiting
+    /// tick meanwhile (its compare-and-swap clears `UNTAKEN`): then it is
+    /// re-armed after all.
+    fn beat_due(
+        slot: &AtomicU64,
+        mut word: u64,
+        filed: u64,
+        waker: &mut Option<Waker>,
+        woken: impl FnOnce(Waker),
+    ) -> Due {
+        debug_assert!(
+            word & LINKED != 0,
+            "an interval's entry due with its word unlinked"
+        );
         loop {
-            if state & UNTAKEN == 0 {
-                // Only the driver sets `UNTAKEN`, under the lock; while it is
-                // clear the handle writes the state only under the lock.
-                let after = (state & AFTER_MASK).max(filed + 1);
-                if after >= FAR {
-                    // Too far for the word (a period of years): fire it, a
-                    // tick waiting and not re-armed; the task re-arms it
-                    // under the lock when it takes the tick.
-                    slot.fetch_and(!LINKED, Ordering::AcqRel);
-                    beat.state
-                        .store(state | UNTAKEN | STALLED, Ordering::Release);
-                    beat.wake_to(woken);
-                    return Due::Fire;
+            if word & UNTAKEN == 0 {
+                // Only the driver sets `UNTAKEN`, under the lock; while it
+                // is clear the handle writes the word only under the lock.
+                let after = (word & FAR).max(filed + 1);
+                let far = after >= FAR;
+                let word = if far {
+                    (word & !LINKED) | UNTAKEN | STALLED
+                } else {
+                    word | UNTAKEN
+                };
+                slot.store(word, Ordering::Release);
+                if let Some(waker) = waker.take() {
+                    woken(waker);
                 }
-                beat.state.store(state | UNTAKEN, Ordering::Release);
-                beat.wake_to(woken);
-                return Due::Rearm(after);
+                return if far { Due::Stall } else { Due::Rearm(after) };
             }
-            // Untaken: stall, unless the handle takes the tick meanwhile
-            // (its compare-and-swap clears `UNTAKEN`; then re-arm).
-            match beat.state.compare_exchange(
-                state,
-                state | STALLED,
+            match slot.compare_exchange(
+                word,
+                (word | STALLED) & !LINKED,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => {
-                    slot.fetch_and(!LINKED, Ordering::AcqRel);
-                    return Due::Fire;
-                }
-                Err(actual) => state = actual,
+                Ok(_) => return Due::Stall,
+                Err(actual) => word = actual,
             }
         }
     }
@@ -362,13 +390,53 @@ impl Deadlines {
         self.slot(key).fetch_and(!LINKED, Ordering::AcqRel);
     }
 
-    /// The entry `key` of generation `gen` was reset under the lock: linked
-    /// at `tick`, or not (it fired at once).
+    /// The timeout `key` of generation `gen` was reset under the lock:
+    /// linked at `tick`, or not (it fired at once).
     pub(crate) fn set(&self, key: Key, gen: u64, tick: u64, linked: bool) {
-        let slot = self.slot(key);
-        let word = linked_word(gen, tick) | (slot.load(Ordering::Relaxed) & BEAT);
+        let word = linked_word(gen, tick);
         let word = if linked { word } else { word & !LINKED };
-        slot.store(word, Ordering::Release);
+        self.slot(key).store(word, Ordering::Release);
+    }
+
+    /// The interval `key` of generation `gen` was re-armed under the lock:
+    /// linked, no tick waiting, re-armed at `after` when it fires; or, if
+    /// the re-arm fired it at once, a tick waiting and the entry fired,
+    /// not linked (as a stall leaves it).
+    pub(crate) fn set_beat(&self, key: Key, gen: u64, after: u64, fired_now: bool) {
+        let word = linked_word(gen, after) | BEAT;
+        let word = if fired_now {
+            (word & !LINKED) | UNTAKEN | STALLED
+        } else {
+            word
+        };
+        self.slot(key).store(word, Ordering::Release);
+    }
+
+    /// An interval's word, for its handle: whether a tick waits
+    /// ([`UNTAKEN`]), and the re-arm tick.
+    #[inline]
+    pub(crate) fn beat(&self, key: Key) -> u64 {
+        self.slot(key).load(Ordering::Acquire)
+    }
+
+    /// The handle of interval `key` takes the tick waiting in `word` (as
+    /// [`beat`](Self::beat) read it), re-armed and linked: the re-arm tick
+    /// becomes `after`, with one compare-and-swap and no lock. `false` if
+    /// no such tick waits any more (the driver stalled the entry
+    /// meanwhile): the handle re-arms it under the lock.
+    #[inline]
+    pub(crate) fn take_beat(&self, key: Key, word: u64, after: u64) -> bool {
+        word & (LINKED | UNTAKEN | STALLED) == LINKED | UNTAKEN
+            && after < FAR
+            && self
+                .slot(key)
+                .compare_exchange(
+                    word,
+                    (word & !(UNTAKEN | FAR)) | after,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
     }
 
     /// The deadline in `key`'s word, unless it is too far for the word.
@@ -381,75 +449,6 @@ impl Deadlines {
     pub(crate) fn is_linked(&self, key: Key, gen: u64) -> bool {
         let word = self.slot(key).load(Ordering::Acquire);
         word & LINKED != 0 && word_gen(word) == gen
-    }
-}
-
-/// What an [`Interval`](crate::Interval) shares with the driver: its
-/// waker, and whether a tick is waiting to be taken. The driver re-arms the
-/// interval's entry when it fires, under the lock it holds anyway, so that
-/// `tick` in the steady state takes no lock and inserts nothing.
-///
-/// It also keeps the interval's fixed schedule ([`Schedule`]), which only
-/// the handle reads: the handle lives in its task's future, which every
-/// beat touches, and a task's memory comes in blocks of 128 bytes, so
-/// bytes out of the handle can keep a server's connection task a block
-/// smaller (W9 on paused time: a task of 256 bytes against 384 made a
-/// heartbeat 30% cheaper, tokio's and ours alike), while this beat is read
-/// on every tick anyway.
-#[repr(C)]
-pub(crate) struct Beat {
-    /// [`UNTAKEN`] and [`STALLED`], and the tick the entry is re-armed at
-    /// when it fires (the handle's next tick but one, [`AFTER_MASK`]).
-    pub(crate) state: AtomicU64,
-    pub(crate) waker: futures_util::task::AtomicWaker,
-    /// Set when the interval is made; read by its handle only.
-    pub(crate) schedule: Schedule,
-}
-
-/// An interval's period, as given and in the timer's ticks, and how late
-/// a tick may be and still count as on time: fixed when the interval is
-/// made (see [`Beat`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
-    /// The period in the timer's ticks, where it is a whole number of them
-    /// (0 where it is not: a period is never zero): an on-time tick then
-    /// re-arms one period after the last re-arm tick, with no clock
-    /// arithmetic.
-    pub(crate) period_ticks: u64,
-    pub(crate) period: Duration,
-    /// In microseconds: the timer's tick and 5 ms (at most about 71
-    /// minutes).
-    pub(crate) tolerance_us: u32,
-}
-
-/// [`Beat::state`]: the entry fired and its tick has not been taken yet.
-pub(crate) const UNTAKEN: u64 = 1 << 63;
-/// [`Beat::state`]: the entry fired while a tick was untaken, so it was
-/// not re-armed (it is fired, not linked); taking the tick re-arms it
-/// under the lock.
-pub(crate) const STALLED: u64 = 1 << 62;
-/// [`Beat::state`]: the re-arm tick.
-pub(crate) const AFTER_MASK: u64 = (1 << 62) - 1;
-
-impl Beat {
-    pub(crate) fn new(after: u64, schedule: Schedule) -> Beat {
-        Beat {
-            state: AtomicU64::new(after.min(AFTER_MASK)),
-            waker: futures_util::task::AtomicWaker::new(),
-            schedule,
-        }
-    }
-
-    /// Hands the registered waker (if any) to `woken`, after the state
-    /// says the tick came: taken, not woken, so that the driver can take it
-    /// under the shard's lock and wake it after. A registration racing the
-    /// take sees the tick in the state, or is woken by `AtomicWaker`'s own
-    /// protocol.
-    #[inline]
-    fn wake_to(&self, woken: impl FnOnce(Waker)) {
-        if let Some(waker) = self.waker.take() {
-            woken(waker);
-        }
     }
 }
 
@@ -547,7 +546,7 @@ mod tests {
         assert!(table.extend(7, gen, 200));
         assert_eq!(table.tick(7), Some(200));
         // The driver meets it at 100: re-filed at 200; at 200: fired.
-        let due = |filed| table.due(7, filed, &Sparse::new(), |_| unreachable!());
+        let due = |filed| table.due(7, filed, &mut None, |_, _| unreachable!());
         assert_eq!(due(100), Due::Refile(200));
         assert_eq!(due(200), Due::Fire);
         assert!(!table.is_linked(7, gen));

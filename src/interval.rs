@@ -3,16 +3,14 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use crate::deadlines::{Schedule, AFTER_MASK, FAR};
+use crate::deadlines::{FAR, UNTAKEN};
 use crate::error::{Error, StopReason};
-use crate::shard::{far_future, Beat, STALLED, UNTAKEN};
+use crate::shard::far_future;
 use crate::timeout::Timeout;
 
 /// How late a tick may complete and still count as on time, on top of one
@@ -85,17 +83,20 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// ```
 #[must_use = "streams do nothing unless polled"]
 pub struct Interval {
-    /// The wheel entry (registered on the first poll, as an interval's).
+    /// The wheel entry (registered on the first poll, as an interval's):
+    /// its deadline word says whether a tick waits and where the driver
+    /// re-arms it, the entry holds the task's waker (see
+    /// [`Deadlines`](crate::deadlines) for the protocol). Nothing else of
+    /// the interval is shared: a heartbeat touches the entry, its word and
+    /// the task.
     timeout: Timeout,
-    /// What the driver and this handle share: the waker, whether a tick
-    /// fired untaken, and the tick the driver re-arms the entry at; and the
-    /// interval's fixed schedule (period, tolerance), kept there rather
-    /// than here: the interval lives in its task's future, which every
-    /// beat touches, and the beat is read on every tick anyway (see
-    /// [`Beat`]).
-    beat: Arc<Beat>,
+    /// The waker the entry holds (a clone of it), once registered: a poll
+    /// whose waker would wake the same task registers nothing and takes no
+    /// lock.
+    waker: Option<Waker>,
     /// The nominal instant of the next tick; the entry waits for it.
     next: Instant,
+    period: Duration,
     /// The next tick is due by a clock reading already taken: it completes
     /// at once, without waiting for the driver (missed ticks in a burst,
     /// a reset to a past instant).
@@ -171,17 +172,11 @@ impl Interval {
     /// An interval on `timeout`, whose deadline is `start`, ticking every
     /// `period`.
     pub(crate) fn new(timeout: Timeout, start: Instant, period: Duration) -> Interval {
-        let schedule = Schedule {
-            period_ticks: timeout.whole_ticks(period).unwrap_or(0),
-            period,
-            tolerance_us: u32::try_from((timeout.tick_len() + TOLERANCE).as_micros())
-                .unwrap_or(u32::MAX),
-        };
-        let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period)), schedule));
         Interval {
             timeout,
-            beat,
+            waker: None,
             next: start,
+            period,
             due_now: false,
             behavior: MissedTickBehavior::default(),
         }
@@ -261,109 +256,134 @@ impl Interval {
 
     /// The next tick, or `None` once the timer is stopped.
     ///
-    /// In the steady state this is one atomic load when the tick has not
-    /// come (and the waker's registration), and one load, a clock read and
+    /// In the steady state this is one atomic load and a comparison of
+    /// wakers when the tick has not come, and one load, a clock read and
     /// one compare-and-swap when it has: the driver re-armed the entry for
-    /// the tick after as it fired this one.
+    /// the tick after as it fired this one, and put the task's waker back
+    /// in it after waking it.
     fn poll_next_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         if self.timeout.is_stopped() {
             return Poll::Ready(None);
         }
         if self.due_now {
             self.due_now = false;
-            return Poll::Ready(Some(self.take(false)));
+            return Poll::Ready(Some(self.take(None)));
         }
         if !self.timeout.is_registered() {
             // The first poll, or the first since a reset before it: a tick
             // whose instant has passed completes at once.
             if self.timeout.now() >= self.next {
-                return Poll::Ready(Some(self.take(false)));
+                return Poll::Ready(Some(self.take(None)));
             }
-            if !self.timeout.register_beat(&self.beat) {
+            let waker = cx.waker().clone();
+            let after = self.after(self.next);
+            if !self.timeout.register_beat(waker.clone(), after) {
                 return Poll::Ready(None);
             }
+            self.waker = Some(waker);
         }
-        if self.beat.state.load(Ordering::Acquire) & UNTAKEN == 0 {
-            self.beat.waker.register(cx.waker());
-            // Looked at again after the registration: a tick that fired
-            // meanwhile was either seen here or woke the new waker.
-            if self.beat.state.load(Ordering::Acquire) & UNTAKEN == 0 {
+        let mut word = self.timeout.beat_word();
+        if word & UNTAKEN == 0 {
+            if !self
+                .waker
+                .as_ref()
+                .is_some_and(|waker| waker.will_wake(cx.waker()))
+            {
+                self.register_waker(cx.waker());
+                // A tick that fired meanwhile woke the waker the entry had
+                // then: look again.
+                word = self.timeout.beat_word();
+            }
+            if word & UNTAKEN == 0 {
+                // A stop drains the entry and wakes its waker; one that
+                // came before this registration woke the old one.
                 if self.timeout.is_stopped() {
                     return Poll::Ready(None);
                 }
                 return Poll::Pending;
             }
         }
-        Poll::Ready(Some(self.take(true)))
+        Poll::Ready(Some(self.take(Some(word))))
+    }
+
+    /// Puts `waker` in the entry, for the ticks to come (a poll from
+    /// another task, or the first since the waker changed).
+    #[cold]
+    fn register_waker(&mut self, waker: &Waker) {
+        // Cloned without the lock: a waker's clone is foreign code.
+        let waker = waker.clone();
+        if self.timeout.set_beat_waker(waker.clone()) {
+            self.waker = Some(waker);
+        }
     }
 
     /// Takes the tick due at `self.next` and schedules the one after by
-    /// the missed-tick rules; returns the tick's instant. `fired` if the
-    /// driver fired it (and re-armed the entry for the next tick on time).
-    fn take(&mut self, fired: bool) -> Instant {
+    /// the missed-tick rules; returns the tick's instant. `fired`: the
+    /// word the driver left as it fired the tick (and re-armed the entry
+    /// for the next one on time).
+    fn take(&mut self, fired: Option<u64>) -> Instant {
         let due = self.next;
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
         let now = self.timeout.now();
-        let period = self.beat.schedule.period;
+        let period = self.period;
         let on_time = add(due, period);
         let next = if now > add(due, self.tolerance()) {
-            tracing::trace!(
-                late = ?(now - due),
-                behavior = ?self.behavior,
-                "hashwheel: interval missed a tick"
-            );
-            self.behavior.next(due, now, period)
+            self.missed(due, now)
         } else {
             on_time
         };
         self.next = next;
-        if fired && next == on_time && next > now {
+        if let Some(word) = fired {
             // The steady state: the driver re-armed the entry for `next`
             // as it fired; leave it the tick after, unless it fired again
-            // meanwhile (`STALLED`: not re-armed).
-            let state = self.beat.state.load(Ordering::Acquire);
-            if state & (UNTAKEN | STALLED) == UNTAKEN
-                && self
-                    .beat
-                    .state
-                    .compare_exchange(
-                        state,
-                        self.after_on_time(state, next),
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    )
-                    .is_ok()
-            {
-                return due;
+            // meanwhile (stalled: not re-armed).
+            if next == on_time && next > now {
+                let after = self.after_on_time(word, next);
+                if self.timeout.take_beat(word, after) {
+                    return due;
+                }
             }
         }
         self.rearm(next, now);
         due
     }
 
+    /// The tick after one due at `due` that came late, at `now`, by the
+    /// missed-tick behaviour.
+    #[cold]
+    fn missed(&self, due: Instant, now: Instant) -> Instant {
+        tracing::trace!(
+            late = ?(now - due),
+            behavior = ?self.behavior,
+            "hashwheel: interval missed a tick"
+        );
+        self.behavior.next(due, now, self.period)
+    }
+
     /// How late a tick may be and still count as on time.
     fn tolerance(&self) -> Duration {
-        Duration::from_micros(u64::from(self.beat.schedule.tolerance_us))
+        self.timeout.tick_len() + TOLERANCE
     }
 
     /// The tick the driver re-arms the entry at once the tick at `next`
     /// fires.
     fn after(&self, next: Instant) -> u64 {
-        self.timeout.tick_of(add(next, self.beat.schedule.period))
+        self.timeout.tick_of(add(next, self.period))
     }
 
     /// [`after`](Self::after) for `next`, the tick after an on-time one,
-    /// from the beat's `state`: its re-arm tick is that of `next` (every
-    /// write of the state leaves `after` of the handle's next tick), so the
+    /// from the interval's `word`: its re-arm tick is that of `next` (every
+    /// write of the word leaves `after` of the handle's next tick), so the
     /// one after is a period later, when the period is a whole number of
-    /// ticks and that tick is past the timer's start (`tick_of` clamps
-    /// earlier deadlines to 0) and short of the word's range.
+    /// the timer's microseconds and that tick is past the timer's start
+    /// (`tick_of` clamps earlier deadlines to 0) and short of the word's
+    /// range.
     #[inline]
-    fn after_on_time(&self, state: u64, next: Instant) -> u64 {
-        let last = state & AFTER_MASK;
-        match self.beat.schedule.period_ticks {
-            period if period > 0 && last > 0 && period < FAR - last.min(FAR) => {
+    fn after_on_time(&self, word: u64, next: Instant) -> u64 {
+        let last = word & FAR;
+        match whole_micros(self.period) {
+            Some(period) if period > 0 && last > 0 && period < FAR - last => {
                 debug_assert_eq!(last + period, self.after(next), "re-arm tick by sum");
                 last + period
             }
@@ -371,22 +391,21 @@ impl Interval {
         }
     }
 
-    /// Moves the entry to `next` under the lock and clears what the driver
-    /// left in the beat (an untaken tick that this consumes, a stall); a
+    /// Moves the entry to `next` under the lock, clearing what the driver
+    /// left in the word (an untaken tick that this consumes, a stall); a
     /// `next` already past by `now` completes without the driver.
     fn rearm(&mut self, next: Instant, now: Instant) {
         let tick = self.timeout.tick_of(next);
         let after = self.after(next);
-        let beat = &*self.beat;
-        self.timeout.reset_tick_with(tick, false, |fired_now| {
-            let state = if fired_now {
-                // Fired by the reset itself: due at once, not re-armed.
-                after | UNTAKEN | STALLED
-            } else {
-                after
-            };
-            beat.state.store(state, Ordering::Release);
-        });
+        // The entry gives its waker up when a re-arm tick too far for the
+        // word fires it: a clone of the handle's goes back (cloned without
+        // the lock).
+        let waker = if self.timeout.is_registered() {
+            self.waker.clone()
+        } else {
+            None
+        };
+        self.timeout.rearm_beat(tick, after, waker);
         self.due_now = next <= now;
     }
 
@@ -410,7 +429,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_at(add(self.timeout.now(), self.beat.schedule.period));
+        self.reset_at(add(self.timeout.now(), self.period));
     }
 
     /// Restarts the schedule with a tick due now: the next
@@ -498,7 +517,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn period(&self) -> Duration {
-        self.beat.schedule.period
+        self.period
     }
 
     /// What the interval does after missed ticks; see
@@ -555,7 +574,7 @@ impl fmt::Debug for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Interval")
             .field("next", &self.next)
-            .field("period", &self.beat.schedule.period)
+            .field("period", &self.period)
             .field("missed_tick_behavior", &self.behavior)
             .finish_non_exhaustive()
     }
@@ -566,6 +585,18 @@ fn add(instant: Instant, d: Duration) -> Instant {
     instant
         .checked_add(d)
         .unwrap_or_else(|| far_future(instant))
+}
+
+/// `d` in whole microseconds (the timer's unit), if it is a whole number
+/// of them and fits a `u64`.
+#[inline]
+fn whole_micros(d: Duration) -> Option<u64> {
+    if d.subsec_nanos() % 1_000 != 0 {
+        return None;
+    }
+    d.as_secs()
+        .checked_mul(1_000_000)?
+        .checked_add(u64::from(d.subsec_micros()))
 }
 
 /// Whole nanoseconds, saturating; at least 1 so it can divide.

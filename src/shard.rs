@@ -21,7 +21,7 @@ use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
 use crate::wheel::store::Sparse;
 
 pub(crate) use crate::clock::{far_future, UNIT_NS};
-pub(crate) use crate::deadlines::{Beat, Deadlines, STALLED, UNTAKEN};
+pub(crate) use crate::deadlines::Deadlines;
 
 /// The state shared by [`Timer`](crate::Timer)s and scheduled tasks: the
 /// shards and what they share. [`Timeout`](crate::Timeout)s hold only
@@ -132,9 +132,6 @@ pub(crate) struct Shard {
 
 pub(crate) struct ShardState {
     pub(crate) wheel: Wheel<Option<Waker>>,
-    /// The [`Beat`]s of the intervals registered in the wheel, by key
-    /// (their entries hold no waker). Empty until an interval registers.
-    pub(crate) beats: Sparse<Arc<Beat>>,
     /// Scheduled tasks, by key: detached entries of the wheel.
     pub(crate) tasks: Sparse<Arc<TaskInner>>,
     /// Counts kept under the lock, which the operation holds anyway.
@@ -208,7 +205,6 @@ impl Shared {
                             let (buckets, res) = bucket_geometry(wheel_size, tick_us);
                             Wheel::with_window(buckets, ring, res, window(buckets))
                         },
-                        beats: Sparse::new(),
                         tasks: Sparse::new(),
                         counts: Counts::default(),
                         lateness: Box::default(),
@@ -714,7 +710,6 @@ pub(crate) fn stop(
     let mut timeouts = 0;
     for shard in shards {
         let mut wakers = Vec::new();
-        let mut beats: Vec<Arc<Beat>> = Vec::new();
         let mut shard_tasks = Vec::new();
         let mut drained = 0;
         {
@@ -731,9 +726,6 @@ pub(crate) fn stop(
                     shard.deadlines.unlink(expired.key);
                     if let Some(waker) = expired.value {
                         wakers.push(waker);
-                    }
-                    if let Some(beat) = state.beats.get(expired.key) {
-                        beats.push(beat.clone());
                     }
                 }
             });
@@ -752,7 +744,6 @@ pub(crate) fn stop(
         }
         timeouts += drained - shard_tasks.len();
         wake_all(wakers);
-        wake_all(beats.iter().filter_map(|beat| beat.waker.take()));
         tasks.extend(shard_tasks);
     }
     // Disarm for good (the runtime may be shutting down: nothing may poll

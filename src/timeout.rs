@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::error::{Elapsed, StopReason};
-use crate::shard::{wake_all, AtomicCounts, Beat, Shard};
+use crate::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::raw::{Key, State, NEVER};
 
 // A `Timeout` is two words: its shard (which wheel and lock, and through
@@ -60,13 +60,6 @@ const UNPOLLED: u64 = 1 << 61;
 /// `tick` as a polled `FIRED` word holds it (see `UNPOLLED`).
 fn fired_tick(tick: u64) -> u64 {
     tick.min(UNPOLLED - 1)
-}
-
-/// Whom a registered entry wakes when it fires: a polled timeout's task,
-/// or an interval's [`Beat`] (whose entry holds no waker).
-enum Wakes<'a> {
-    Task(Waker),
-    Beat(&'a Arc<Beat>),
 }
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
@@ -474,12 +467,6 @@ impl Timeout {
         Duration::from_micros(self.shard.common.clock.tick_us)
     }
 
-    /// `d` in the timer's ticks, if it is a whole number of them (see
-    /// [`Clock::whole_units`](crate::clock::Clock::whole_units)).
-    pub(crate) fn whole_ticks(&self, d: Duration) -> Option<u64> {
-        self.shard.common.clock.whole_units(d)
-    }
-
     /// The time by the timer's clock.
     pub(crate) fn now(&self) -> Instant {
         self.shard.common.now()
@@ -509,47 +496,49 @@ impl Timeout {
         self.kind() == REGISTERED
     }
 
-    /// Registers an unregistered timeout as `beat`'s interval entry: the
-    /// driver re-arms it when it fires and wakes the beat's waker. Returns
+    /// Registers an unregistered timeout as an interval's entry, due at
+    /// its tick, holding `waker`, and re-armed at `after` when it fires
+    /// (see [`Deadlines::beat_due`](crate::deadlines::Deadlines)). Returns
     /// `false` (and the timeout is cancelled) if the timer stopped.
-    pub(crate) fn register_beat(&mut self, beat: &Arc<Beat>) -> bool {
-        self.register(Wakes::Beat(beat)) != CANCELLED
+    pub(crate) fn register_beat(&mut self, waker: Waker, after: u64) -> bool {
+        self.register(waker, Some(after)) != CANCELLED
     }
 
     /// Registers an unregistered timeout (the one path for a first poll and
     /// for an interval's entry): inserts its entry into the wheel, to wake
-    /// `wakes` when it fires. Returns the kind the timeout is left in:
-    /// `REGISTERED`; `CANCELLED` if the timer stopped; `FIRED` for a
-    /// polled timeout whose deadline the wheel has passed. (An interval's
-    /// tick already past is clamped to the next one instead, and the driver
-    /// fires it on its next turn.)
-    fn register(&mut self, wakes: Wakes<'_>) -> u64 {
+    /// `waker` when it fires, an interval's if `beat` (its re-arm tick).
+    /// Returns the kind the timeout is left in: `REGISTERED`; `CANCELLED`
+    /// if the timer stopped; `FIRED` for a polled timeout whose deadline
+    /// the wheel has passed. (An interval's tick already past is clamped to
+    /// the next one instead, and the driver fires it on its next turn.)
+    fn register(&mut self, waker: Waker, beat: Option<u64>) -> u64 {
         debug_assert_eq!(self.kind(), UNREGISTERED);
         let tick = self.low();
         let shard = &*self.shard;
         let Some(mut state) = shard.lock_unless_forked() else {
             // A forked child whose parent held the lock at the fork: no
             // entry can go in, and no driver thread lives here to fire it.
-            drop(wakes);
+            drop(waker);
             self.set(CANCELLED, tick);
             return CANCELLED;
         };
         let done = if shard.common.is_stopped() {
             state.counts.cancelled += 1;
             CANCELLED
-        } else if matches!(wakes, Wakes::Task(_)) && tick <= state.wheel.elapsed() {
+        } else if beat.is_none() && tick <= state.wheel.elapsed() {
             state.counts.fired += 1;
             FIRED
         } else {
-            let (waker, beat) = match wakes {
-                Wakes::Task(waker) => (Some(waker), None),
-                Wakes::Beat(beat) => (None, Some(beat)),
+            let (key, gen) = match beat {
+                Some(after) => {
+                    let key = state.wheel.insert_marked(tick, Some(waker));
+                    (key, shard.deadlines.insert(key, after, true))
+                }
+                None => {
+                    let key = state.wheel.insert(tick, false, Some(waker));
+                    (key, shard.deadlines.insert(key, tick, false))
+                }
             };
-            let key = state.wheel.insert(tick, false, waker);
-            let gen = shard.deadlines.insert(key, tick, beat.is_some());
-            if let Some(beat) = beat {
-                state.beats.insert(key, beat.clone());
-            }
             drop(state);
             shard.common.note_deadline(tick);
             self.set(REGISTERED, u64::from(key) | gen << 32);
@@ -559,9 +548,102 @@ impl Timeout {
         drop(state);
         // A waker left unused is dropped after the lock: its drop is
         // foreign code.
-        drop(wakes);
+        drop(waker);
         self.set_done(done, tick);
         done
+    }
+
+    /// An interval's word (see [`Deadlines::beat`](crate::deadlines::Deadlines::beat)):
+    /// whether a tick waits, and the re-arm tick. The timeout is registered.
+    #[inline]
+    pub(crate) fn beat_word(&self) -> u64 {
+        self.shard.deadlines.beat(self.key())
+    }
+
+    /// Takes the tick waiting in an interval's `word`, re-armed at `after`
+    /// from now on: one compare-and-swap (see
+    /// [`Deadlines::take_beat`](crate::deadlines::Deadlines::take_beat)).
+    #[inline]
+    pub(crate) fn take_beat(&self, word: u64, after: u64) -> bool {
+        self.shard.deadlines.take_beat(self.key(), word, after)
+    }
+
+    /// Stores `waker` in an interval's registered entry, in place of the
+    /// one it holds (if any; dropped after the lock). `false` where the
+    /// entry is out of reach (a forked child whose parent held the lock).
+    pub(crate) fn set_beat_waker(&mut self, waker: Waker) -> bool {
+        let Some(mut state) = self.shard.lock_unless_forked() else {
+            return false;
+        };
+        let old = state
+            .wheel
+            .get_mut(self.key())
+            .map(|slot| slot.replace(waker));
+        drop(state);
+        drop(old);
+        true
+    }
+
+    /// Re-arms an interval's entry under the lock: due at `tick`, re-armed
+    /// at `after` when it fires, no tick waiting, holding `waker` (a clone
+    /// of the handle's, made before the lock) if it holds none. An
+    /// unregistered interval only takes the new tick. Returns whether the
+    /// entry fired at once (its tick has passed: the word then says a tick
+    /// waits, as after a stall, and the entry keeps its waker; the handle
+    /// completes the tick itself). Does nothing once the timer is stopped.
+    pub(crate) fn rearm_beat(&mut self, tick: u64, after: u64, waker: Option<Waker>) -> bool {
+        let tick = tick.min(NEVER);
+        let shard = &*self.shard;
+        if self.kind() != REGISTERED {
+            if self.kind() == UNREGISTERED {
+                AtomicCounts::add(&shard.unlocked.reset);
+                self.set(UNREGISTERED, tick);
+            }
+            return false;
+        }
+        let mut spare = waker;
+        let res = {
+            let Some(mut guard) = shard.lock_unless_forked() else {
+                return false;
+            };
+            if shard.common.is_stopped() {
+                return false;
+            }
+            let key = self.key();
+            let (state, taken) = guard.wheel.reset(key, tick);
+            if state == State::Cancelled {
+                return false;
+            }
+            guard.counts.reset += 1;
+            let fired_now = taken.is_some();
+            shard.deadlines.set_beat(key, self.gen(), after, fired_now);
+            if let Some(slot) = guard.wheel.get_mut(key) {
+                // Fired by the reset itself: the waker it took goes back
+                // (the handle completes the tick without a wake).
+                if let Some(waker) = taken.flatten() {
+                    *slot = Some(waker);
+                }
+                if slot.is_none() {
+                    *slot = spare.take();
+                }
+            }
+            match state {
+                State::Pending if fired_now => {
+                    guard.counts.fired += 1;
+                    shard.release_locked(&mut guard, 1);
+                }
+                // Pending again: counted before the lock lets the driver
+                // fire it again (see `reset_tick_with`).
+                State::Fired if !fired_now => shard.reacquire(),
+                _ => {}
+            }
+            (state, fired_now)
+        };
+        drop(spare);
+        if !res.1 {
+            shard.common.note_deadline(tick);
+        }
+        res.1
     }
 
     /// Why the timer stopped, if it did.
@@ -588,7 +670,7 @@ impl Timeout {
                 true
             }
             REGISTERED => {
-                let (state, waker, beat) = {
+                let (state, waker) = {
                     let Some(mut guard) = shard.lock_unless_forked() else {
                         // A forked child whose parent held the lock at the
                         // fork: the entry stays where it is, out of reach
@@ -601,11 +683,9 @@ impl Timeout {
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
                     }
-                    // An interval's: its beat leaves with it.
-                    let beat = guard.beats.remove(self.key());
-                    (state, waker, beat)
+                    (state, waker)
                 };
-                drop((waker, beat));
+                drop(waker);
                 state == State::Pending
             }
             _ => false,
@@ -623,7 +703,7 @@ impl Future for Timeout {
         match this.kind() {
             UNREGISTERED => {
                 // Cloned before the lock: a waker's clone is foreign code.
-                match this.register(Wakes::Task(cx.waker().clone())) {
+                match this.register(cx.waker().clone(), None) {
                     REGISTERED => Poll::Pending,
                     _ => Poll::Ready(()),
                 }

@@ -725,7 +725,7 @@ impl Timer {
         (0..self.shared.shards.len())
             .map(|shard| {
                 let mut state = self.shared.lock(shard);
-                state.wheel.shrink() + state.tasks.shrink() + state.beats.shrink()
+                state.wheel.shrink() + state.tasks.shrink()
             })
             .sum()
     }

@@ -37,21 +37,12 @@ use std::time::Duration;
 
 use crate::error::StopReason;
 use crate::executor::TaskRunner;
-use crate::shard::{panic_message, stop, wake, Common, Shard, TaskInner};
-use crate::wheel::raw::Popped;
+use crate::shard::{panic_message, stop, wake, Common, Shard, ShardState, TaskInner};
+use crate::wheel::raw::{Key, Popped, State};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
 pub(crate) const BATCH: usize = 32;
-
-/// Intervals in a shard from which a turn reads a batch's beats ahead of
-/// popping them (see `turn`): 32,768 beats take 3 MiB (a beat is 96 bytes
-/// with its allocation), more than a core's L2 on the machines we measure
-/// on (1 MiB). W9 on paused time, run natively: 9% less CPU a heartbeat at
-/// 100,000 connections (median of 12 alternating rounds); at 10,000 the
-/// read-ahead saved nothing and cost 4% more instructions, so below this
-/// it is left out.
-const READ_AHEAD_BEATS: usize = 1 << 15;
 
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
@@ -135,9 +126,14 @@ pub(crate) fn after_turn(common: &Common, turned: Turned) {
 
 /// What an expired entry leaves to do once the lock is released.
 pub(crate) enum Fired {
-    /// A timeout's waker, or an interval's (its entry re-armed already).
+    /// A timeout's waker.
     Waker(Waker),
+    /// An interval's waker, moved out of its entry (re-armed already):
+    /// woken by reference, then put back (see [`put_back`]).
+    Beat(Key, Waker),
     Task(Arc<TaskInner>),
+    /// Delivered already (a place [`deliver`] emptied).
+    Gone,
 }
 
 /// Expires everything due at or before `now` on every live shard, in
@@ -165,31 +161,15 @@ pub(crate) fn turn(
                 let mut guard = shard.lock();
                 let state = &mut *guard;
                 let deadlines = &shard.deadlines;
-                // What the pops below read of an interval's entry besides
-                // the entry, its beat, lies at an address of its own: where
-                // a shard's beats outgrow a core's cache, read those of the
-                // whole batch first, in one pass whose cache misses overlap,
-                // rather than one miss after another as each pop needs one
-                // (see `READ_AHEAD_BEATS`).
-                let beats = &state.beats;
-                if beats.len() >= READ_AHEAD_BEATS {
-                    state.wheel.peek_next_due(now, BATCH, |key| {
-                        if let Some(beat) = beats.get(key) {
-                            // The beat's state, and its schedule, which the
-                            // task reads when it takes the tick (the two may
-                            // lie on two cache lines).
-                            std::hint::black_box(beat.state.load(Ordering::Relaxed));
-                            std::hint::black_box(beat.schedule.period_ticks);
-                        }
-                    });
-                }
                 while expired + rearmed < BATCH {
                     // A timeout whose deadline was extended without the
                     // lock goes back into the wheel at its new deadline,
                     // unwoken; an interval's entry is re-armed for its next
                     // tick and its task woken.
-                    let due = |key, filed| {
-                        deadlines.due(key, filed, beats, |waker| batch.push(Fired::Waker(waker)))
+                    let due = |key, filed, waker: &mut Option<Waker>| {
+                        deadlines.due(key, filed, waker, |waker| {
+                            batch.push(Fired::Beat(key, waker));
+                        })
                     };
                     // Lateness counts from the turn's one clock reading:
                     // the wakes below follow within the turn. The wheel
@@ -227,7 +207,10 @@ pub(crate) fn turn(
             if expired > 0 {
                 tracing::trace!(shard = index, expired, "hashwheel: expired");
             }
-            spawned += deliver(batch, runner);
+            let beats = deliver(batch, runner, &mut spawned);
+            if beats > 0 {
+                put_back(&shard, batch);
+            }
             if let Some(shard_next) = shard_next {
                 next = next.min(shard_next.unwrap_or(u64::MAX));
                 break;
@@ -238,17 +221,78 @@ pub(crate) fn turn(
     (next, total)
 }
 
-/// Wakes what `batch` holds and hands its callbacks to `runner`, outside
-/// any lock; returns how many callbacks were spawned.
-pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner) -> usize {
-    let mut spawned = 0;
-    for fired in batch.drain(..) {
-        match fired {
+/// Wakes what `batch` holds and hands its callbacks to `runner`, in order,
+/// outside any lock, counting the callbacks spawned in `spawned`. An
+/// interval's waker is woken by reference and stays in `batch` (at its
+/// front), to go back into its entry ([`put_back`]); returns how many stay.
+pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner, spawned: &mut usize) -> usize {
+    let mut kept = 0;
+    for i in 0..batch.len() {
+        match std::mem::replace(&mut batch[i], Fired::Gone) {
             Fired::Waker(waker) => wake(waker),
-            Fired::Task(task) => spawned += usize::from(runner.run(task)),
+            Fired::Beat(key, waker) => {
+                wake_by_ref(&waker);
+                batch[kept] = Fired::Beat(key, waker);
+                kept += 1;
+            }
+            Fired::Task(task) => *spawned += usize::from(runner.run(task)),
+            Fired::Gone => {}
         }
     }
-    spawned
+    batch.truncate(kept);
+    kept
+}
+
+/// Puts the intervals' wakers that [`deliver`] woke back into their
+/// entries, under the shard's lock, so that the task's next poll finds its
+/// waker registered and registers nothing (see `deadlines.rs`).
+///
+/// An interval's entry is without a waker only while its waker is out
+/// here: the handle registers with one, and re-arms and re-registers with
+/// one in place of none. So a waker goes back into the interval's entry at
+/// its key that holds none; where the entry holds one (the task registered
+/// another meanwhile), or is gone (dropped, its key reused by something
+/// else), it is dropped. An entry the timer's stop drained meanwhile is
+/// woken again (the stop found it without its waker). What does not go
+/// back is dropped, and what is woken is woken, after the lock.
+pub(crate) fn put_back(shard: &Shard, batch: &mut Vec<Fired>) {
+    {
+        let mut guard = shard.lock();
+        let state: &mut ShardState = &mut guard;
+        for fired in batch.iter_mut() {
+            let Fired::Beat(key, _) = *fired else {
+                continue;
+            };
+            match state.wheel.marked_mut(key) {
+                Some((State::Cancelled, _)) => {
+                    if let Fired::Beat(_, waker) = std::mem::replace(fired, Fired::Gone) {
+                        *fired = Fired::Waker(waker);
+                    }
+                }
+                Some((_, slot @ None)) => {
+                    if let Fired::Beat(_, waker) = std::mem::replace(fired, Fired::Gone) {
+                        *slot = Some(waker);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for fired in batch.drain(..) {
+        if let Fired::Waker(waker) = fired {
+            wake(waker);
+        }
+    }
+}
+
+/// Wakes `waker` by reference; a panicking waker is reported.
+fn wake_by_ref(waker: &Waker) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake_by_ref())) {
+        tracing::warn!(
+            panic = panic_message(&*panic),
+            "hashwheel: a waker panicked"
+        );
+    }
 }
 
 /// A turn panicked: completes what it had taken out of the wheels (`batch`),
@@ -266,7 +310,8 @@ pub(crate) fn contain_panic(
         "hashwheel: the timer's driver panicked; stopping the timer"
     );
     // Taken out under a lock and not yet woken or run: nobody else will.
-    let spawned = deliver(batch, runner);
+    let mut spawned = 0;
+    deliver(batch, runner, &mut spawned);
     runner.turned(spawned);
     let stopped = catch_unwind(AssertUnwindSafe(|| {
         stop(
@@ -277,5 +322,12 @@ pub(crate) fn contain_panic(
     }));
     if stopped.is_err() {
         tracing::error!("hashwheel: stopping the timer after a driver panic panicked too");
+    }
+    // Intervals' wakers taken out of their entries, which the stop found
+    // without them: woken again, now that the timer is stopped.
+    for fired in batch.drain(..) {
+        if let Fired::Beat(_, waker) = fired {
+            wake(waker);
+        }
     }
 }

@@ -82,6 +82,12 @@ pub(crate) const MAX_ENTRIES: usize = (u32::MAX - 3) as usize;
 /// Marks an entry that no handle owns (a scheduled task): it is removed from
 /// the store when it fires or is drained.
 const DETACHED: u64 = 1 << 63;
+/// Marks an owned entry its owner tells apart from the others (the timer's
+/// intervals): see [`Wheel::insert_marked`]. Ticks stay below [`NEVER`],
+/// so the bit is free.
+const MARKED: u64 = 1 << 62;
+/// The flags kept beside an entry's tick.
+const FLAGS: u64 = DETACHED | MARKED;
 
 /// The state of an entry, as seen by the handle that owns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +112,9 @@ pub(crate) enum Due {
     /// It fired and is re-armed for this tick: file it there, and return
     /// [`Popped::Rearmed`].
     Rearm(u64),
+    /// Fire it, keeping its value in the entry: [`Popped::Expired`] with
+    /// the value's default.
+    Stall,
 }
 
 /// What [`Wheel::pop_expired_checked`] took out.
@@ -142,7 +151,7 @@ struct Entry<T> {
 
 impl<T> Entry<T> {
     fn tick(&self) -> u64 {
-        self.tick.get() & !DETACHED
+        self.tick.get() & !FLAGS
     }
 
     fn is_detached(&self) -> bool {
@@ -150,7 +159,7 @@ impl<T> Entry<T> {
     }
 
     fn set_tick(&mut self, tick: u64) {
-        let flags = self.tick.get() & DETACHED;
+        let flags = self.tick.get() & FLAGS;
         self.tick = nonzero(tick | flags);
     }
 
@@ -335,12 +344,23 @@ impl<T> Wheel<T> {
     /// If the wheel already holds `u32::MAX - 3` entries.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn insert(&mut self, tick: u64, detached: bool, value: T) -> Key {
+        self.insert_flagged(tick, if detached { DETACHED } else { 0 }, value)
+    }
+
+    /// Inserts a pending owned entry due at `tick`, as
+    /// [`insert`](Self::insert), marked: [`marked_mut`](Self::marked_mut)
+    /// finds it and no other.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn insert_marked(&mut self, tick: u64, value: T) -> Key {
+        self.insert_flagged(tick, MARKED, value)
+    }
+
+    fn insert_flagged(&mut self, tick: u64, flags: u64, value: T) -> Key {
         assert!(
             self.entries.len() < MAX_ENTRIES,
             "hashwheel: a shard cannot hold more than {MAX_ENTRIES} timeouts"
         );
         let tick = self.clamp(tick);
-        let flags = if detached { DETACHED } else { 0 };
         let key = self.entries.insert(Entry {
             tick: nonzero(tick | flags),
             next: NIL,
@@ -407,6 +427,18 @@ impl<T> Wheel<T> {
             State::Pending => Ok(&mut entry.value),
             state => Err(state),
         }
+    }
+
+    /// The state and value of the entry at `key`, if the store holds one
+    /// there and it was [marked](Self::insert_marked): one look-up.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[inline]
+    pub(crate) fn marked_mut(&mut self, key: Key) -> Option<(State, &mut T)> {
+        let entry = self.entries.get_mut(key)?;
+        if entry.tick.get() & MARKED == 0 {
+            return None;
+        }
+        Some((entry.state(), &mut entry.value))
     }
 
     /// The value at `key`, if the store holds one there.
@@ -582,7 +614,7 @@ impl<T> Wheel<T> {
     /// the processor overlaps (a pop takes one entry at a time); the walk
     /// follows the links the pops will, and leaves their entries in the
     /// cache for them. The wheel's model checks it against the pops.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(test), allow(dead_code))] // the wheel's model checks it
     pub(crate) fn peek_next_due(&self, now: u64, n: usize, mut f: impl FnMut(Key)) {
         // As the pops see it (see `next_due`).
         let now = now.min(NEVER - 1);
@@ -1123,31 +1155,44 @@ impl<T: Default> Wheel<T> {
     pub(crate) fn pop_expired_checked(
         &mut self,
         now: u64,
-        mut due: impl FnMut(Key, u64) -> Due,
+        mut due: impl FnMut(Key, u64, &mut T) -> Due,
     ) -> Option<Popped<T>> {
         loop {
             let key = self.next_due(now)?;
-            let entry = self.entry(key);
-            if !entry.is_detached() {
-                let (filed, prev, next) = (entry.tick(), entry.prev, entry.next);
-                let (tick, rearmed) = match due(key, filed) {
-                    Due::Fire => return Some(Popped::Expired(self.expire(key))),
-                    Due::Refile(tick) => (tick, false),
-                    Due::Rearm(tick) => (tick, true),
-                };
-                debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
-                // `due` moved nothing in the wheel: the links read above
-                // still hold.
-                self.unlink_links(key, prev, next, filed);
-                self.linked += 1;
-                let list = self.list_for(tick);
-                self.push_at(list, key, Some(tick));
-                if rearmed {
-                    return Some(Popped::Rearmed(filed));
-                }
-                continue;
+            let entry = self.entry_mut(key);
+            if entry.is_detached() {
+                return Some(Popped::Expired(self.expire(key)));
             }
-            return Some(Popped::Expired(self.expire(key)));
+            let (filed, prev, next) = (entry.tick(), entry.prev, entry.next);
+            let (tick, rearmed) = match due(key, filed, &mut entry.value) {
+                Due::Fire => return Some(Popped::Expired(self.expire(key))),
+                Due::Stall => return Some(Popped::Expired(self.stall(key, prev, next, filed))),
+                Due::Refile(tick) => (tick, false),
+                Due::Rearm(tick) => (tick, true),
+            };
+            debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
+            // `due` moved nothing in the wheel: the links read above
+            // still hold.
+            self.unlink_links(key, prev, next, filed);
+            self.linked += 1;
+            let list = self.list_for(tick);
+            self.push_at(list, key, Some(tick));
+            if rearmed {
+                return Some(Popped::Rearmed(filed));
+            }
+        }
+    }
+
+    /// Fires the owned entry `key` (links `prev` and `next`, filed at
+    /// `filed`) and leaves its value in it.
+    fn stall(&mut self, key: Key, prev: u32, next: u32, filed: u64) -> Expired<T> {
+        self.unlink_links(key, prev, next, filed);
+        self.entry_mut(key).prev = FIRED;
+        Expired {
+            key,
+            detached: false,
+            tick: filed,
+            value: T::default(),
         }
     }
 
@@ -1304,7 +1349,7 @@ mod tests {
         let b = w.insert(3, false, 2);
         let c = w.insert(3, true, 3);
         let mut fired = Vec::new();
-        let due = |k, _| if k == a { Due::Refile(40) } else { Due::Fire };
+        let due = |k, _, _: &mut u64| if k == a { Due::Refile(40) } else { Due::Fire };
         while let Some(popped) = w.pop_expired_checked(3, due) {
             let Popped::Expired(e) = popped else {
                 panic!("nothing was re-armed");

@@ -635,13 +635,14 @@ impl<T> Sparse<T> {
 
     /// Values held.
     #[inline]
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// The value at `key`.
     #[inline]
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn get(&self, key: u32) -> Option<&T> {
         match locate(key, PAGE_SHIFT) {
             Place::Big(n, i) => self.pages.get(n)?.slots[i].as_ref(),
