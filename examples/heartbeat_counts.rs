@@ -32,6 +32,13 @@
 //! connections, and the seconds of heartbeats after one second of warm-up.
 //! Per-beat figures are the difference between two lengths, divided by
 //! `N × (difference in seconds)`.
+//!
+//! A fourth argument, `polluter`, adds a task that writes 2 MiB every
+//! millisecond (on `tokio::time`, for every contender alike): what a park
+//! and the kernel do to the caches between two turns on the real clock,
+//! which paused time never parks for. Its own misses are the same for
+//! every contender; compare a contender's misses a beat with tokio's in
+//! the same set-up (BENCHMARKS.md, "Heartbeats, by design").
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -102,12 +109,32 @@ async fn conn_tokio(first: Instant) {
     }
 }
 
+/// Writes a line of every 64 bytes of 2 MiB every millisecond, for ever:
+/// the caches a turn finds after a park on the real clock.
+async fn pollute() {
+    let mut buf = vec![0u8; 2 << 20];
+    let mut every = tokio::time::interval(Duration::from_millis(1));
+    loop {
+        every.tick().await;
+        for line in buf.chunks_mut(64) {
+            line[0] = line[0].wrapping_add(1);
+        }
+        std::hint::black_box(&buf);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: heartbeat_counts timer|time|time-inline|tokio CONNECTIONS SECONDS";
+    let usage =
+        "usage: heartbeat_counts timer|time|time-inline|tokio CONNECTIONS SECONDS [polluter]";
     let which = args.get(1).expect(usage).clone();
     let n: u32 = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let secs: u64 = args.get(3).and_then(|a| a.parse().ok()).expect(usage);
+    let polluter = match args.get(4).map(String::as_str) {
+        None => false,
+        Some("polluter") => true,
+        Some(_) => panic!("{usage}"),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -116,6 +143,9 @@ fn main() {
     let measured = rt.block_on(async {
         let timer = (which == "timer").then(hashwheel::Timer::new);
         let start = Instant::now() + Duration::from_millis(1);
+        if polluter {
+            tokio::spawn(pollute());
+        }
         for i in 0..n {
             let first = start + HEARTBEAT * i / n;
             match (&timer, which.as_str()) {

@@ -546,7 +546,7 @@ mod tests {
         assert!(table.extend(7, gen, 200));
         assert_eq!(table.tick(7), Some(200));
         // The driver meets it at 100: re-filed at 200; at 200: fired.
-        let due = |filed| table.due(7, filed, &mut None, |_, _| unreachable!());
+        let due = |filed| table.due(7, filed, &mut None, |_| unreachable!());
         assert_eq!(due(100), Due::Refile(200));
         assert_eq!(due(200), Due::Fire);
         assert!(!table.is_linked(7, gen));

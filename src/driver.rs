@@ -30,7 +30,8 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::cell::Cell;
+use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
 
 use tokio::runtime::Handle;
@@ -40,7 +41,7 @@ use crate::alarm::runtime::rung_while_arming;
 use crate::error::StopReason;
 use crate::executor::{StopOnDrop, TaskExecutor, TaskRunner};
 use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
-use crate::turn::{self, Fired, BATCH};
+use crate::turn::{self, Fired, BATCH as BATCH_LEN};
 
 /// [`Common::turn_state`]: a turn runs, and another was asked for
 /// meanwhile.
@@ -58,9 +59,8 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
         runner: executor.bind(handle.clone()),
-        batch: Mutex::new(Vec::new()),
     });
-    alarm.start(handle, Waker::from(driver));
+    alarm.start(handle, &common.clock, Waker::from(driver));
     // The guard exists from here on, not from the task's first poll: a
     // runtime may shut down before it ever polls the task.
     let guard = StopOnDrop::new(shared, StopReason::RuntimeShutDown, "driver");
@@ -82,10 +82,14 @@ struct Driver {
     shards: Box<[Weak<Shard>]>,
     /// Where due callbacks run.
     runner: TaskRunner,
-    /// The batch of the last turn, empty, kept so that a turn allocates
-    /// nothing: taken out for the turn (no lock is held while it wakes
-    /// anything) and put back after.
-    batch: Mutex<Vec<Fired>>,
+}
+
+thread_local! {
+    /// The batch of the last turn on this thread, empty, kept so that a
+    /// turn allocates nothing: taken out for the turn and put back after
+    /// (a runtime's timer processing runs on its workers; a lock held
+    /// across the turn would cost two lock operations a turn).
+    static BATCH: Cell<Vec<Fired>> = const { Cell::new(Vec::new()) };
 }
 
 impl Wake for Driver {
@@ -115,9 +119,8 @@ impl Wake for Driver {
                 Err(actual) => state = actual,
             }
         }
-        let mut batch =
-            std::mem::take(&mut *self.batch.lock().unwrap_or_else(PoisonError::into_inner));
-        batch.reserve(BATCH);
+        let mut batch = BATCH.take();
+        batch.reserve(BATCH_LEN);
         // This runs inside the runtime's timer processing, on a worker and
         // outside any task: a panic unwinding from here would abort a
         // debug build of tokio ("worker thread panicking; aborting
@@ -132,7 +135,7 @@ impl Wake for Driver {
         // Delivered to the last (`deliver` drains it): the capacity goes
         // back for the next turn.
         if batch.is_empty() {
-            *self.batch.lock().unwrap_or_else(PoisonError::into_inner) = batch;
+            BATCH.set(batch);
         }
     }
 }

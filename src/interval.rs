@@ -270,17 +270,9 @@ impl Interval {
             return Poll::Ready(Some(self.take(None)));
         }
         if !self.timeout.is_registered() {
-            // The first poll, or the first since a reset before it: a tick
-            // whose instant has passed completes at once.
-            if self.timeout.now() >= self.next {
-                return Poll::Ready(Some(self.take(None)));
+            if let Some(ready) = self.register(cx) {
+                return Poll::Ready(ready);
             }
-            let waker = cx.waker().clone();
-            let after = self.after(self.next);
-            if !self.timeout.register_beat(waker.clone(), after) {
-                return Poll::Ready(None);
-            }
-            self.waker = Some(waker);
         }
         let mut word = self.timeout.beat_word();
         if word & UNTAKEN == 0 {
@@ -306,9 +298,29 @@ impl Interval {
         Poll::Ready(Some(self.take(Some(word))))
     }
 
+    /// The first poll, or the first since a reset before it: a tick whose
+    /// instant has passed completes at once (`Some`), else the entry goes
+    /// into the wheel with the task's waker (`None`), or the timer stopped
+    /// (`Some(None)`).
+    #[cold]
+    #[inline(never)]
+    fn register(&mut self, cx: &mut Context<'_>) -> Option<Option<Instant>> {
+        if self.timeout.now() >= self.next {
+            return Some(Some(self.take(None)));
+        }
+        let waker = cx.waker().clone();
+        let after = self.after(self.next);
+        if !self.timeout.register_beat(waker.clone(), after) {
+            return Some(None);
+        }
+        self.waker = Some(waker);
+        None
+    }
+
     /// Puts `waker` in the entry, for the ticks to come (a poll from
     /// another task, or the first since the waker changed).
     #[cold]
+    #[inline(never)]
     fn register_waker(&mut self, waker: &Waker) {
         // Cloned without the lock: a waker's clone is foreign code.
         let waker = waker.clone();
@@ -352,6 +364,7 @@ impl Interval {
     /// The tick after one due at `due` that came late, at `now`, by the
     /// missed-tick behaviour.
     #[cold]
+    #[inline(never)]
     fn missed(&self, due: Instant, now: Instant) -> Instant {
         tracing::trace!(
             late = ?(now - due),
@@ -394,6 +407,7 @@ impl Interval {
     /// Moves the entry to `next` under the lock, clearing what the driver
     /// left in the word (an untaken tick that this consumes, a stall); a
     /// `next` already past by `now` completes without the driver.
+    #[inline(never)]
     fn rearm(&mut self, next: Instant, now: Instant) {
         let tick = self.timeout.tick_of(next);
         let after = self.after(next);

@@ -105,8 +105,6 @@ mod stats;
 mod task;
 #[cfg(feature = "thread")]
 mod thread_driver;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod ticks;
 #[cfg(feature = "tokio")]
 pub mod time;
 #[cfg(any(feature = "tokio", feature = "thread"))]

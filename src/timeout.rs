@@ -370,41 +370,38 @@ impl Timeout {
         self.reset_tick(tick);
     }
 
+    /// Moves the deadline to `tick`. A registered timeout's later deadline
+    /// is one compare-and-swap, no lock (the driver re-files the entry when
+    /// its old deadline comes due): the inline part; the rest is
+    /// [`reset_slow`](Self::reset_slow).
+    #[inline]
     fn reset_tick(&mut self, tick: u64) {
-        self.reset_tick_with(tick, true, |_| {});
+        let tick = tick.min(NEVER);
+        let shard = &*self.shard;
+        if self.kind() == REGISTERED && shard.deadlines.extend(self.key(), self.gen(), tick) {
+            AtomicCounts::add(&shard.unlocked.reset);
+            return;
+        }
+        self.reset_slow(tick);
     }
 
-    /// [`reset_tick`](Self::reset_tick); a later deadline without the lock
-    /// only if `extend`. `on_reset(fired_now)` runs once the new deadline
-    /// is in place, with whether the reset fired the entry at once: under
-    /// the shard's lock when the wheel re-files a registered timeout, and
-    /// without any lock otherwise (an unregistered or fired timeout, or a
-    /// registered one extended by a compare-and-swap); not at all once the
-    /// timer is stopped.
-    pub(crate) fn reset_tick_with(&mut self, tick: u64, extend: bool, on_reset: impl FnOnce(bool)) {
-        let tick = tick.min(NEVER);
+    /// [`reset_tick`](Self::reset_tick) where a compare-and-swap will not
+    /// do: an unregistered or fired timeout, or a registered one moved
+    /// earlier, too far for its word, or fired (under the lock).
+    #[inline(never)]
+    fn reset_slow(&mut self, tick: u64) {
         let shard = &*self.shard;
         match self.kind() {
             UNREGISTERED => {
                 AtomicCounts::add(&shard.unlocked.reset);
                 self.set(UNREGISTERED, tick);
-                on_reset(false);
             }
             FIRED if !shard.common.is_stopped() => {
                 AtomicCounts::add(&shard.unlocked.reset);
                 shard.reacquire();
                 self.set(UNREGISTERED, tick);
-                on_reset(false);
             }
             REGISTERED => {
-                // Later than the deadline it has: one compare-and-swap, no
-                // lock. The driver re-files the entry when its old deadline
-                // comes due.
-                if extend && shard.deadlines.extend(self.key(), self.gen(), tick) {
-                    on_reset(false);
-                    AtomicCounts::add(&shard.unlocked.reset);
-                    return;
-                }
                 let (state, fired_now) = {
                     let Some(mut guard) = shard.lock_unless_forked() else {
                         // A forked child whose parent held the lock at the
@@ -427,7 +424,6 @@ impl Timeout {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
                         shard.deadlines.set(self.key(), self.gen(), tick, linked);
-                        on_reset(!linked);
                     }
                     match res {
                         (State::Pending, Some(_)) => {
@@ -633,7 +629,7 @@ impl Timeout {
                     shard.release_locked(&mut guard, 1);
                 }
                 // Pending again: counted before the lock lets the driver
-                // fire it again (see `reset_tick_with`).
+                // fire it again (see `reset_slow`).
                 State::Fired if !fired_now => shard.reacquire(),
                 _ => {}
             }
@@ -709,51 +705,70 @@ impl Future for Timeout {
                 }
             }
             REGISTERED => {
-                let key = this.key();
-                // A new waker is cloned with the lock released (its clone is
-                // foreign code that may call back into the timer), then
-                // stored if the timeout is still pending.
-                let mut fresh = None;
-                loop {
-                    let Some(mut state) = this.shard.lock_unless_forked() else {
-                        // A forked child whose parent held the lock at the
-                        // fork: nothing will fire it here.
-                        drop(fresh);
-                        let tick = this.registered_tick(|| NEVER);
-                        this.set(CANCELLED, tick);
-                        return Poll::Ready(());
-                    };
-                    let done = match state.wheel.pending_value_mut(key) {
-                        Ok(slot) => {
-                            if slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                                return Poll::Pending;
-                            }
-                            let Some(waker) = fresh.take() else {
-                                drop(state);
-                                fresh = Some(cx.waker().clone());
-                                continue;
-                            };
-                            let old = slot.replace(waker);
-                            drop(state);
-                            drop(old);
+                // Pending, and its entry holds a waker of this task: the
+                // steady state of an idle timeout polled again and again.
+                if let Some(mut state) = this.shard.lock_unless_forked() {
+                    if let Ok(Some(waker)) = state.wheel.pending_value_mut(this.key()) {
+                        if waker.will_wake(cx.waker()) {
                             return Poll::Pending;
                         }
-                        Err(State::Fired) => FIRED,
-                        Err(_) => CANCELLED,
-                    };
-                    let tick = this.registered_tick(|| state.wheel.tick(key));
-                    let (_, waker) = state.wheel.remove(key);
-                    drop(state);
-                    drop((waker, fresh));
-                    this.set_done(done, tick);
-                    return Poll::Ready(());
+                    }
                 }
+                this.poll_registered(cx)
             }
             FIRED => {
                 this.word &= !UNPOLLED;
                 Poll::Ready(())
             }
             _ => Poll::Ready(()),
+        }
+    }
+}
+
+impl Timeout {
+    /// [`poll`](Future::poll) of a registered timeout, but for the steady
+    /// state: a new waker to store, or the entry completed.
+    #[cold]
+    #[inline(never)]
+    fn poll_registered(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let key = self.key();
+        // A new waker is cloned with the lock released (its clone is
+        // foreign code that may call back into the timer), then stored if
+        // the timeout is still pending.
+        let mut fresh = None;
+        loop {
+            let Some(mut state) = self.shard.lock_unless_forked() else {
+                // A forked child whose parent held the lock at the fork:
+                // nothing will fire it here.
+                drop(fresh);
+                let tick = self.registered_tick(|| NEVER);
+                self.set(CANCELLED, tick);
+                return Poll::Ready(());
+            };
+            let done = match state.wheel.pending_value_mut(key) {
+                Ok(slot) => {
+                    if slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        return Poll::Pending;
+                    }
+                    let Some(waker) = fresh.take() else {
+                        drop(state);
+                        fresh = Some(cx.waker().clone());
+                        continue;
+                    };
+                    let old = slot.replace(waker);
+                    drop(state);
+                    drop(old);
+                    return Poll::Pending;
+                }
+                Err(State::Fired) => FIRED,
+                Err(_) => CANCELLED,
+            };
+            let tick = self.registered_tick(|| state.wheel.tick(key));
+            let (_, waker) = state.wheel.remove(key);
+            drop(state);
+            drop((waker, fresh));
+            self.set_done(done, tick);
+            return Poll::Ready(());
         }
     }
 }

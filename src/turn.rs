@@ -223,24 +223,27 @@ pub(crate) fn turn(
 
 /// Wakes what `batch` holds and hands its callbacks to `runner`, in order,
 /// outside any lock, counting the callbacks spawned in `spawned`. An
-/// interval's waker is woken by reference and stays in `batch` (at its
-/// front), to go back into its entry ([`put_back`]); returns how many stay.
+/// interval's waker is woken by reference and stays in `batch`, to go back
+/// into its entry ([`put_back`]), which empties `batch`; returns how many
+/// stay (none: `batch` is empty).
 pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner, spawned: &mut usize) -> usize {
-    let mut kept = 0;
-    for i in 0..batch.len() {
-        match std::mem::replace(&mut batch[i], Fired::Gone) {
+    let mut beats = 0;
+    for fired in batch.iter_mut() {
+        if let Fired::Beat(_, waker) = fired {
+            wake_by_ref(waker);
+            beats += 1;
+            continue;
+        }
+        match std::mem::replace(fired, Fired::Gone) {
             Fired::Waker(waker) => wake(waker),
-            Fired::Beat(key, waker) => {
-                wake_by_ref(&waker);
-                batch[kept] = Fired::Beat(key, waker);
-                kept += 1;
-            }
             Fired::Task(task) => *spawned += usize::from(runner.run(task)),
-            Fired::Gone => {}
+            Fired::Beat(..) | Fired::Gone => {}
         }
     }
-    batch.truncate(kept);
-    kept
+    if beats == 0 {
+        batch.clear();
+    }
+    beats
 }
 
 /// Puts the intervals' wakers that [`deliver`] woke back into their

@@ -3,13 +3,15 @@
 //! the driver while it processes its timers, and the wakes the driver makes
 //! there are batched with the runtime's (see `driver.rs`).
 //!
-//! Two spare runtime timers, one and two runtime milliseconds (or ticks,
-//! where the tick is coarser) after the alarm, keep the driver's re-arm
-//! from unparking the runtime (see [`RuntimeAlarm::arm`]).
+//! The alarm is a ring of three runtime timers, one runtime millisecond (or
+//! tick, where the tick is coarser) apart: the next ring of a busy timer is
+//! already registered when the driver re-arms, which then moves only the
+//! one that rang to the far end of the ring (see [`RuntimeAlarm::arm`]).
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
@@ -28,41 +30,83 @@ pub(crate) struct RuntimeAlarm {
     /// The runtime timers, from the driver's start until the timer stops
     /// (or its last handle goes).
     armed: Mutex<Option<Armed>>,
+    /// The tick the alarm is armed for; `u64::MAX` when disarmed. Written
+    /// under the lock of `armed`; the driver takes it without the lock as
+    /// a turn starts ([`take_armed`](Self::take_armed)): an arm that races
+    /// the take reads and writes it as if the take came first or last.
+    tick: AtomicU64,
     /// Ends the driver's guard task once the timer is stopped or gone.
     ended: Arc<Notify>,
 }
 
 /// The runtime timers of a started driver, and the waker they call.
 struct Armed {
-    sleep: Pin<Box<Sleep>>,
-    /// Two more runtime timers, registered one and two runtime milliseconds
-    /// (or ticks, see [`spare_gap`]) after the alarm whenever the driver
-    /// re-arms it after a turn, and never polled: they wake nothing. They
-    /// only keep the runtime's next wake-up at or before the driver's next
-    /// re-arm (see [`RuntimeAlarm::arm`]).
-    spares: [Pin<Box<Sleep>>; SPARES],
-    /// Whether the spares are registered with the runtime's timer (reset
-    /// since they were last replaced).
-    spare_set: bool,
+    /// The alarm's runtime timers, each polled with the driver's waker
+    /// when registered (see [`RuntimeAlarm::arm`]).
+    ring: [Ring; RING],
     /// Turns the wheels (see `driver`).
     waker: Waker,
     /// The runtime the alarm rings on.
     handle: Handle,
-    /// The tick the alarm is armed for; `u64::MAX` when disarmed.
-    armed: u64,
+    /// The timer of the ring set to the earliest instant by the last
+    /// re-arm (see [`Armed::set_ring`]).
+    head: usize,
     /// Counts the timer among its runtime's live ones while the alarm
     /// exists: until the timer stops or its last handle goes.
     _live: LiveTimer,
 }
 
-/// How far apart the alarm and its spares are registered, at least: the
-/// runtime's timer resolution (see [`Armed::spares`]). A coarser tick
-/// spaces them by the tick, the least time to the next re-arm on its grid
-/// (see [`spare_gap`]).
+/// One runtime timer of the alarm's ring.
+struct Ring {
+    sleep: Pin<Box<Sleep>>,
+    /// The instant it was last set to; `None` for one made and never set
+    /// (it is not registered with the runtime's timer).
+    at: Option<Instant>,
+}
+
+impl Ring {
+    /// A runtime timer made but not registered: the runtime's timer never
+    /// reaches it, and a paused runtime does not auto-advance to it.
+    fn fresh(clock: &Clock) -> Ring {
+        Ring {
+            sleep: Box::pin(tokio::time::sleep_until(never(clock))),
+            at: None,
+        }
+    }
+
+    /// Whether it is registered with the runtime's timer, pending, with the
+    /// driver's waker: not made fresh, and not rung since it was set.
+    fn pending(&self) -> bool {
+        self.at.is_some() && !self.sleep.is_elapsed()
+    }
+
+    /// Sets it to `at`, registered; polled with `waker` unless it was
+    /// pending (a pending one keeps its waker). Returns whether it is due
+    /// already (see [`arming`]).
+    fn set(&mut self, at: Instant, waker: &Waker) -> bool {
+        let pending = self.pending();
+        self.sleep.as_mut().reset(tokio::time::Instant::from_std(at));
+        self.at = Some(at);
+        if pending {
+            return false;
+        }
+        // Outside the task's budget: a budget-limited poll would wake the
+        // driver instead of registering.
+        let sleep = &mut self.sleep;
+        let mut poll = tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
+        Pin::new(&mut poll)
+            .poll(&mut Context::from_waker(waker))
+            .is_ready()
+    }
+}
+
+/// The least gap between the alarm's runtime timers: the runtime's timer
+/// resolution (see [`RuntimeAlarm::arm`] and [`ring_gap`]).
 const SPARE_AFTER: Duration = Duration::from_millis(1);
-/// The spares of an alarm: one for a turn on time, a second for a turn a
-/// whole runtime millisecond late (see [`RuntimeAlarm::arm`]).
-const SPARES: usize = 2;
+/// The runtime timers of the alarm: one for the next ring, one for a turn
+/// on time after it, a third for a turn a whole runtime millisecond late
+/// (see [`RuntimeAlarm::arm`]).
+const RING: usize = 3;
 
 thread_local! {
     /// Set while this thread resets or polls an alarm under its lock.
@@ -118,29 +162,23 @@ impl RuntimeAlarm {
     pub(crate) fn new() -> RuntimeAlarm {
         RuntimeAlarm {
             armed: Mutex::new(None),
+            tick: AtomicU64::new(u64::MAX),
             ended: Arc::new(Notify::new()),
         }
     }
 
     /// Starts the alarm on `handle`'s runtime, disarmed: from now on it
     /// calls `waker` when it rings.
-    pub(crate) fn start(&self, handle: &Handle, waker: Waker) {
-        let (sleep, spares) = {
+    pub(crate) fn start(&self, handle: &Handle, clock: &Clock, waker: Waker) {
+        let ring = {
             let _entered = handle.enter();
-            let never =
-                tokio::time::Instant::from_std(far_future(tokio::time::Instant::now().into_std()));
-            (
-                Box::pin(tokio::time::sleep_until(never)),
-                std::array::from_fn(|_| Box::pin(tokio::time::sleep_until(never))),
-            )
+            std::array::from_fn(|_| Ring::fresh(clock))
         };
         *lock(&self.armed) = Some(Armed {
-            sleep,
-            spares,
-            spare_set: false,
+            ring,
             waker,
             handle: handle.clone(),
-            armed: u64::MAX,
+            head: 0,
             _live: LiveTimer::new(handle.id()),
         });
     }
@@ -160,63 +198,64 @@ impl RuntimeAlarm {
     /// See [`Alarm::arm`](super::Alarm::arm); `force` is the driver's
     /// re-arm after a turn.
     ///
-    /// The alarm is a runtime `Sleep` polled with the driver's waker, so
-    /// the runtime's own timer calls the driver while it processes its
-    /// timers, and the wakes the driver makes are batched with the
-    /// runtime's.
+    /// The alarm is a ring of runtime `Sleep`s polled with the driver's
+    /// waker, so the runtime's own timer calls the driver while it
+    /// processes its timers, and the wakes the driver makes are batched
+    /// with the runtime's.
     ///
-    /// The driver's re-arm (`force`) also moves the alarm's spares, two
-    /// `Sleep`s that are never polled, to one and two runtime milliseconds
-    /// (or ticks, where the tick is coarser: [`spare_gap`]) after the
-    /// alarm: the runtime computes its next wake-up before it
-    /// calls the alarm's waker, and a registration earlier than that
-    /// wake-up unparks its driver (an eventfd write, on every turn without
-    /// the spares). The second spare is for a turn that runs a whole
-    /// millisecond late, which tokio's rounding makes common (it parks for
-    /// whole milliseconds counted from the start of the current one, so a
-    /// park begun late in a millisecond ends late in the alarm's, and a
-    /// little scheduling delay carries the turn into the next): the first
-    /// spare has then rung with the alarm, and without the second the turn
-    /// unparked twice (the alarm, then the spare; 7-18% of the turns of a
-    /// deadline a millisecond on one worker, `tests/unpark.rs`). A turn two
-    /// milliseconds late still does. A re-arm with nothing pending replaces
-    /// the spares with fresh ones, never registered, so that no runtime
-    /// timer of ours is left: an idle runtime wakes for nothing, and a
-    /// paused one does not auto-advance its clock to a spare (tokio leaves
-    /// it where it is).
+    /// The driver's re-arm (`force`) sets the ring to the alarm's instant
+    /// and one and two runtime milliseconds (or ticks, where the tick is
+    /// coarser: [`ring_gap`]) after it. Why three: the runtime computes
+    /// its next wake-up before it calls the alarm's waker, and a
+    /// registration earlier than that wake-up unparks its driver (an
+    /// eventfd write, on every turn without the ring's later timers); the
+    /// second keeps that wake-up at or before the next re-arm of a turn on
+    /// time, and the third that of a turn a whole millisecond late, which
+    /// tokio's rounding makes common (it parks for whole milliseconds
+    /// counted from the start of the current one, so a park begun late in a
+    /// millisecond ends late in the alarm's, and a little scheduling delay
+    /// carries the turn into the next; without the third the turn unparked
+    /// twice: 7-18% of the turns of a deadline a millisecond on one worker,
+    /// `tests/unpark.rs`). A turn two milliseconds late still does. In the
+    /// steady state of a busy timer (work every millisecond) the next two
+    /// instants are registered already, and the re-arm moves only the timer
+    /// that rang to the far end of the ring: one registration a turn, where
+    /// an alarm with two spares re-registered the alarm and the first spare
+    /// (both rang) and moved the second. A timer of the ring that is
+    /// registered earlier than the instant it is moved to only has its
+    /// deadline moved (an atomic store; the runtime still wakes at the old
+    /// instant, finds it later and files it again, waking nothing), as the
+    /// spares did; nothing of the ring wakes the driver before the alarm's
+    /// instant. A re-arm with nothing pending replaces the ring with fresh
+    /// timers, never registered, so that no runtime timer of ours is left:
+    /// an idle runtime wakes for nothing, and a paused one does not
+    /// auto-advance its clock to one (tokio leaves it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
+        self.arm_after(clock, tick, force, None)
+    }
+
+    /// [`arm`](Self::arm); `now`, the driver's re-arm after a turn at that
+    /// tick (see [`Armed::set_ring`]).
+    fn arm_after(&self, clock: &Clock, tick: u64, force: bool, now: Option<u64>) -> bool {
         let (set, wake) = {
             let mut guard = lock(&self.armed);
             let Some(alarm) = guard.as_mut() else {
                 return false; // stopped: the runtime may be shutting down
             };
-            if !force && tick >= alarm.armed {
+            if !force && tick >= self.tick.load(Ordering::Acquire) {
                 return false;
             }
-            alarm.armed = tick;
+            self.tick.store(tick, Ordering::Release);
             if tick >= NEVER {
                 // "Never" (or nothing pending) rings at no instant: an
                 // alarm at a far but fixed instant would ring, past it,
                 // on every turn.
-                if force && alarm.spare_set {
-                    // Nothing pending after a turn: no runtime timer of
-                    // ours may stay registered, or a paused runtime that
-                    // idles would auto-advance its clock to it (issue 26,
-                    // found 1). A later reset only moves a registration
-                    // (an atomic store; the runtime still wakes at the old
-                    // instant): a fresh spare, never registered, replaces
-                    // it, which removes the old one from the runtime's
-                    // timer. Once per stretch of work, not per turn.
-                    let _entered = alarm.handle.enter();
-                    for spare in &mut alarm.spares {
-                        spare.set(tokio::time::sleep_until(never(clock)));
-                    }
-                    alarm.spare_set = false;
+                if force {
+                    alarm.disarm(clock);
                 }
                 return false;
             }
             let instant = alarm_instant(clock, tick);
-            let Armed { sleep, waker, .. } = alarm;
             // An insert already due (registered after its deadline) turns
             // now rather than at the runtime's next millisecond. The driver's
             // own re-arm goes through the runtime's timer even when work
@@ -227,41 +266,14 @@ impl RuntimeAlarm {
                 || arming(|| {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
-                    sleep
-                        .as_mut()
-                        .reset(tokio::time::Instant::from_std(instant));
-                    // Outside the task's budget: a budget-limited poll would
-                    // wake the driver instead of registering.
-                    let mut poll =
-                        tokio::task::unconstrained(poll_fn(|cx| sleep.as_mut().poll(cx)));
-                    Pin::new(&mut poll)
-                        .poll(&mut Context::from_waker(waker))
-                        .is_ready()
+                    match now {
+                        Some(now) => alarm.set_ring(instant, ring_gap(clock), tick > now),
+                        None if force => alarm.set_ring(instant, ring_gap(clock), false),
+                        None => alarm.set_earlier(instant),
+                    }
                 });
-            if force {
-                // The driver re-arms from inside the runtime's timer
-                // processing, after the runtime computed its next wake-up
-                // without the alarm (which just rang): a re-arm earlier
-                // than that wake-up unparks the runtime's driver, an
-                // eventfd write per turn (about 900 a second on W9). The
-                // spares, registered at the earliest instants the next
-                // re-arm can have (one runtime millisecond after this one,
-                // as the next turn finds nothing due before the alarm's
-                // millisecond is over; two when that turn runs a
-                // millisecond late), keep that wake-up at or before it.
-                // Moving them later is an atomic store each (no lock, no
-                // unpark); they wake nothing when they ring, so they can
-                // never turn the wheels nor fire anything early.
-                let gap = spare_gap(clock);
-                let mut at = instant;
-                for spare in &mut alarm.spares {
-                    at += gap;
-                    spare.as_mut().reset(tokio::time::Instant::from_std(at));
-                }
-                alarm.spare_set = true;
-            }
             if ready {
-                alarm.armed = u64::MAX;
+                self.tick.store(u64::MAX, Ordering::Release);
             }
             (
                 true,
@@ -280,36 +292,113 @@ impl RuntimeAlarm {
     /// next deadline itself, at once; the runtime's timer rounds it up to
     /// its millisecond (and a tick over 1 ms batches on its own grid, see
     /// [`alarm_instant`]).
-    pub(crate) fn rearm(&self, clock: &Clock, _now: u64, target: u64) -> Rearmed {
+    pub(crate) fn rearm(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
         Rearmed {
-            set: self.arm(clock, target, true),
+            set: self.arm_after(clock, target, true, Some(now)),
             soonest: 0,
         }
     }
 
-    /// See [`Alarm::take_armed`](super::Alarm::take_armed).
+    /// See [`Alarm::take_armed`](super::Alarm::take_armed): one atomic
+    /// swap, no lock.
     pub(crate) fn take_armed(&self) -> u64 {
-        lock(&self.armed)
-            .as_mut()
-            .map_or(u64::MAX, |a| std::mem::replace(&mut a.armed, u64::MAX))
+        self.tick.swap(u64::MAX, Ordering::AcqRel)
     }
 
     /// Disarms for good (the runtime may be shutting down: nothing may poll
     /// the alarm from now on), and ends the driver's guard task.
     pub(crate) fn shut(&self) {
         let alarm = lock(&self.armed).take();
+        self.tick.store(u64::MAX, Ordering::Release);
         drop(alarm);
         self.ended.notify_one();
     }
 }
 
-/// How far after the alarm its spares go, one after the other: the
-/// earliest the next re-arm can come, a runtime millisecond, or a tick
-/// where the tick is coarser (the alarm then rings on the tick's grid, see
-/// [`alarm_instant`]). A spare closer than the next re-arm would wake the
-/// runtime for nothing: with a spare a millisecond out, a timer of a 2 ms
-/// tick woke its runtime every millisecond, as many parks as a 1 ms tick.
-fn spare_gap(clock: &Clock) -> Duration {
+impl Armed {
+    /// Sets the ring to `at`, `at + gap` and `at + 2 gap` (see
+    /// [`RuntimeAlarm::arm`]), with as few registrations as it can: a timer
+    /// already pending at one of them stays; the rest go to the others in
+    /// turn. Returns whether the ring rang already (an instant passed).
+    ///
+    /// `ahead`: the instant is after the turn that re-arms (its work is in
+    /// a later tick), so nothing set to it or later has rung: where the two
+    /// timers after the head are set to `at` and `at + gap` already (a
+    /// busy timer, turn after turn), the head (which rang) goes to
+    /// `at + 2 gap` and the next becomes the head, with no other look at
+    /// the ring.
+    fn set_ring(&mut self, at: Instant, gap: Duration, ahead: bool) -> bool {
+        let (head, next, last) = (self.head, (self.head + 1) % RING, (self.head + 2) % RING);
+        if ahead && self.ring[next].at == Some(at) && self.ring[last].at == Some(at + gap) {
+            self.head = next;
+            return self.ring[head].set(at + 2 * gap, &self.waker);
+        }
+        self.set_ring_anew(at, gap)
+    }
+
+    /// [`set_ring`](Self::set_ring) in full: a timer already pending at
+    /// one of the three instants stays; the rest go to the others in turn.
+    #[cold]
+    fn set_ring_anew(&mut self, at: Instant, gap: Duration) -> bool {
+        let mut wanted = [Some(at), Some(at + gap), Some(at + 2 * gap)];
+        let mut placed = [false; RING];
+        for (ring, placed) in self.ring.iter().zip(&mut placed) {
+            if ring.pending() {
+                if let Some(want) = wanted.iter_mut().find(|want| **want == ring.at) {
+                    *want = None;
+                    *placed = true;
+                }
+            }
+        }
+        let mut ready = false;
+        let waker = &self.waker;
+        let mut unplaced = self.ring.iter_mut().zip(placed).filter(|(_, p)| !p);
+        for want in wanted.into_iter().flatten() {
+            if let Some((ring, _)) = unplaced.next() {
+                ready |= ring.set(want, waker);
+            }
+        }
+        self.head = (0..RING).min_by_key(|&i| self.ring[i].at).unwrap_or(0);
+        ready
+    }
+
+    /// Moves the alarm earlier, to `at` (an insert with an earlier
+    /// deadline): the ring's latest timer, or one not registered, goes
+    /// there. Returns whether it rang already.
+    fn set_earlier(&mut self, at: Instant) -> bool {
+        let i = match self.ring.iter().position(|ring| !ring.pending()) {
+            Some(i) => i,
+            None => (0..RING).max_by_key(|&i| self.ring[i].at).unwrap_or(0),
+        };
+        self.ring[i].set(at, &self.waker)
+    }
+
+    /// Nothing pending after a turn: no runtime timer of ours may stay
+    /// registered, or a paused runtime that idles would auto-advance its
+    /// clock to it (issue 26, found 1). A later reset only moves a
+    /// registration (an atomic store; the runtime still wakes at the old
+    /// instant): fresh timers, never registered, replace the ring, which
+    /// removes the old ones from the runtime's timer. Once per stretch of
+    /// work, not per turn.
+    #[cold]
+    fn disarm(&mut self, clock: &Clock) {
+        if self.ring.iter().all(|ring| ring.at.is_none()) {
+            return;
+        }
+        let _entered = self.handle.enter();
+        for ring in &mut self.ring {
+            *ring = Ring::fresh(clock);
+        }
+    }
+}
+
+/// How far apart the ring's timers go: the earliest the next re-arm can
+/// come, a runtime millisecond, or a tick where the tick is coarser (the
+/// alarm then rings on the tick's grid, see [`alarm_instant`]). A timer
+/// closer than the next re-arm would wake the runtime for nothing: with a
+/// timer a millisecond out, a timer of a 2 ms tick woke its runtime every
+/// millisecond, as many parks as a 1 ms tick.
+fn ring_gap(clock: &Clock) -> Duration {
     SPARE_AFTER.max(Duration::from_micros(clock.tick_us))
 }
 

@@ -1172,9 +1172,19 @@ impl<T: Default> Wheel<T> {
             };
             debug_assert!(tick > filed && tick < NEVER, "re-filed {filed} at {tick}");
             // `due` moved nothing in the wheel: the links read above
-            // still hold.
-            self.unlink_links(key, prev, next, filed);
-            self.linked += 1;
+            // still hold, and the entry heads its list (the due list, or
+            // the bucket of its tick: `next_due` hands out heads).
+            debug_assert_eq!(prev, NIL, "a due entry that does not head its list");
+            let head = if self.due == key {
+                &mut self.due
+            } else {
+                &mut self.buckets.heads[((filed >> self.res) & self.bucket_mask) as usize]
+            };
+            debug_assert_eq!(*head, key, "a due entry that does not head its list");
+            *head = next;
+            if next != NIL {
+                self.entry_mut(next).prev = NIL;
+            }
             let list = self.list_for(tick);
             self.push_at(list, key, Some(tick));
             if rearmed {
