@@ -8,7 +8,7 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -70,6 +70,11 @@ pub(crate) struct Common {
     /// Pending tasks, and a reference to the `Shared` while there are any
     /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
+    /// Whether each shard's wheel may have entries linked: set (under the
+    /// shard's lock) as an entry goes in, cleared by the driver (under the
+    /// lock) when a turn leaves the wheel empty, so that a turn passes a
+    /// shard no thread uses without its lock (see [`Shard::linked`]).
+    busy: Box<[AtomicBool]>,
 }
 
 /// Tries at a taken shard lock before a thread of a thread-driven timer
@@ -125,6 +130,8 @@ pub(crate) struct Shard {
     /// reset to a later deadline changes without the lock.
     pub(crate) deadlines: Deadlines,
     pub(crate) common: Arc<Common>,
+    /// Its place among the timer's shards (see [`Common::busy`]).
+    index: usize,
     /// Whether a thread that finds the lock taken spins and yields before
     /// it sleeps on it (see [`Shard::lock`]): a thread-driven timer's.
     spin: bool,
@@ -195,10 +202,11 @@ impl Shared {
             alarm_arms: AtomicU64::new(0),
             longest_turn_ns: AtomicU64::new(0),
             keep_alive: Mutex::new((0, None)),
+            busy: (0..shards).map(|_| AtomicBool::new(false)).collect(),
         });
         let spin = common.alarm.is_thread();
         let shards = (0..shards)
-            .map(|_| {
+            .map(|index| {
                 Arc::new(Shard {
                     state: Mutex::new(ShardState {
                         wheel: {
@@ -214,6 +222,7 @@ impl Shared {
                     unlocked: AtomicCounts::default(),
                     deadlines: Deadlines::new(),
                     common: common.clone(),
+                    index,
                     spin,
                 })
             })
@@ -405,9 +414,27 @@ impl Common {
     /// [`Stats::longest_turn`]); returns how long it took.
     pub(crate) fn note_turn(&self, started: Instant) -> Duration {
         let took = started.elapsed();
-        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let ns = took
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(took.subsec_nanos()));
         self.longest_turn_ns.fetch_max(ns, Ordering::Relaxed);
         took
+    }
+
+    /// Whether shard `index` may have entries linked (see
+    /// [`busy`](Self::busy)). Read by the driver after it set `planned`
+    /// (both sequentially consistent): an insert whose `planned` it missed
+    /// set this first, and one it did not miss is in its target anyway.
+    #[inline]
+    pub(crate) fn shard_busy(&self, index: usize) -> bool {
+        self.busy[index].load(Ordering::SeqCst)
+    }
+
+    /// A turn left shard `index`'s wheel empty (under its lock).
+    #[inline]
+    pub(crate) fn shard_idle(&self, index: usize) {
+        self.busy[index].store(false, Ordering::Relaxed);
     }
 
     /// The time by the timer's clock: tokio's (paused time included) for a
@@ -611,6 +638,17 @@ impl Shard {
             Some(guard) => Some(guard),
             None if std::process::id() != self.common.pid => None,
             None => Some(self.lock_contended()),
+        }
+    }
+
+    /// An entry went into this shard's wheel, under its lock: the driver
+    /// turns it again (see [`Common::busy`]). One load, but for the first
+    /// entry since the wheel was last found empty.
+    #[inline]
+    pub(crate) fn linked(&self) {
+        let busy = &self.common.busy[self.index];
+        if !busy.load(Ordering::Relaxed) {
+            busy.store(true, Ordering::SeqCst);
         }
     }
 

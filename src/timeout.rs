@@ -420,6 +420,7 @@ impl Timeout {
                         return;
                     }
                     let res = guard.wheel.reset(self.key(), tick);
+                    shard.linked();
                     if res.0 != State::Cancelled {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
@@ -535,6 +536,7 @@ impl Timeout {
                     (key, shard.deadlines.insert(key, tick, false))
                 }
             };
+            shard.linked();
             drop(state);
             shard.common.note_deadline(tick);
             self.set(REGISTERED, u64::from(key) | gen << 32);
@@ -607,6 +609,7 @@ impl Timeout {
             }
             let key = self.key();
             let (state, taken) = guard.wheel.reset(key, tick);
+            shard.linked();
             if state == State::Cancelled {
                 return false;
             }

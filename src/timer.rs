@@ -570,6 +570,7 @@ impl Timer {
                 Box::new(task),
             ));
             let inserted = state.wheel.insert(tick, true, None);
+            self.shared.shards[shard].linked();
             debug_assert_eq!(inserted, key);
             state.tasks.insert(key, inner.clone());
             inner

@@ -86,14 +86,7 @@ pub(crate) fn turn_once(
     common.planned.store(u64::MAX, Ordering::SeqCst);
     common.wakeups.fetch_add(1, Ordering::Relaxed);
     if armed != u64::MAX && now > armed {
-        let tick_us = common.clock.tick_us;
-        let late_ticks = (now - armed) / tick_us;
-        common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
-        if late_ticks > (LAG_WARN.as_micros() as u64) / tick_us {
-            tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
-        } else if late_ticks > 1 {
-            tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
-        }
+        note_lag(common, now - armed);
     }
     let (next, expired) = turn(common, shards, runner, now, batch);
     let target = common.planned.fetch_min(next, Ordering::SeqCst).min(next);
@@ -109,10 +102,35 @@ pub(crate) fn turn_once(
     let soonest = common.rearm(now, target);
     let took = common.note_turn(started);
     if !span.is_disabled() {
-        span.record("expired", expired);
-        span.record("took_us", took.as_micros() as u64);
+        record_turn(&span, expired, took);
     }
     Turned { target, soonest }
+}
+
+/// Fills in the turn's span, where a subscriber takes it.
+#[cold]
+#[inline(never)]
+fn record_turn(span: &tracing::Span, expired: usize, took: std::time::Duration) {
+    span.record("expired", expired);
+    span.record("took_us", took.as_micros() as u64);
+}
+
+/// The turn came `late` microseconds after the tick the alarm was armed
+/// for: counted in whole ticks ([`Stats::late_ticks`](crate::Stats)), and
+/// reported past one.
+#[inline(never)]
+fn note_lag(common: &Common, late: u64) {
+    let tick_us = common.clock.tick_us;
+    let late_ticks = late / tick_us;
+    if late_ticks == 0 {
+        return;
+    }
+    common.late_ticks.fetch_add(late_ticks, Ordering::Relaxed);
+    if late_ticks > (LAG_WARN.as_micros() as u64) / tick_us {
+        tracing::warn!(late_ticks, "hashwheel: driver ran late, catching up");
+    } else if late_ticks > 1 {
+        tracing::debug!(late_ticks, "hashwheel: driver ran late, catching up");
+    }
 }
 
 /// The driver marked itself idle after `turned`: an insert that saw the
@@ -150,6 +168,9 @@ pub(crate) fn turn(
     let mut total = 0;
     let mut spawned = 0;
     for (index, shard) in shards.iter().enumerate() {
+        if !common.shard_busy(index) {
+            continue;
+        }
         let Some(shard) = shard.upgrade() else {
             continue;
         };
@@ -200,6 +221,9 @@ pub(crate) fn turn(
                 // A re-armed interval fired a tick and stays pending.
                 state.counts.fired += (expired + rearmed) as u64;
                 shard.release_locked(state, expired);
+                if state.wheel.is_empty() {
+                    common.shard_idle(index);
+                }
                 (expired + rearmed < BATCH).then(|| state.wheel.next_expiration())
             };
             common.tasks_done(tasks);

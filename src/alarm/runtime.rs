@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -59,9 +59,9 @@ struct Armed {
 /// One runtime timer of the alarm's ring.
 struct Ring {
     sleep: Pin<Box<Sleep>>,
-    /// The instant it was last set to; `None` for one made and never set
-    /// (it is not registered with the runtime's timer).
-    at: Option<Instant>,
+    /// The tick it was last set to (see [`alarm_tick`]); `None` for one
+    /// made and never set (it is not registered with the runtime's timer).
+    at: Option<u64>,
 }
 
 impl Ring {
@@ -80,12 +80,15 @@ impl Ring {
         self.at.is_some() && !self.sleep.is_elapsed()
     }
 
-    /// Sets it to `at`, registered; polled with `waker` unless it was
+    /// Sets it to tick `at`, registered; polled with `waker` unless it was
     /// pending (a pending one keeps its waker). Returns whether it is due
     /// already (see [`arming`]).
-    fn set(&mut self, at: Instant, waker: &Waker) -> bool {
+    fn set(&mut self, at: u64, clock: &Clock, waker: &Waker) -> bool {
         let pending = self.pending();
-        self.sleep.as_mut().reset(tokio::time::Instant::from_std(at));
+        let instant = clock.instant_of(at);
+        self.sleep
+            .as_mut()
+            .reset(tokio::time::Instant::from_std(instant));
         self.at = Some(at);
         if pending {
             return false;
@@ -102,38 +105,40 @@ impl Ring {
 
 /// The least gap between the alarm's runtime timers: the runtime's timer
 /// resolution (see [`RuntimeAlarm::arm`] and [`ring_gap`]).
-const SPARE_AFTER: Duration = Duration::from_millis(1);
+const RING_GAP: Duration = Duration::from_millis(1);
 /// The runtime timers of the alarm: one for the next ring, one for a turn
 /// on time after it, a third for a turn a whole runtime millisecond late
 /// (see [`RuntimeAlarm::arm`]).
 const RING: usize = 3;
 
 thread_local! {
-    /// Set while this thread resets or polls an alarm under its lock.
-    static ARMING: Cell<bool> = const { Cell::new(false) };
-    /// Whether the alarm rang while this thread was arming it.
-    static RUNG: Cell<bool> = const { Cell::new(false) };
+    /// [`ARMING`] while this thread resets or polls an alarm under its
+    /// lock, and [`RUNG`] once the alarm rang meanwhile.
+    static STATE: Cell<u8> = const { Cell::new(0) };
 }
+
+/// [`STATE`]: this thread is arming an alarm.
+const ARMING: u8 = 1;
+/// [`STATE`]: the alarm rang while this thread was arming it.
+const RUNG: u8 = 2;
 
 /// Runs `arm` (a reset and poll of the alarm, under its lock); returns
 /// whether the alarm is due, by `arm`'s result or because the runtime woke
 /// it from inside (a deadline already past).
 pub(crate) fn arming(arm: impl FnOnce() -> bool) -> bool {
-    /// Clears both flags however `arm` ends: a panic in it (tokio's `Sleep`
+    /// Clears the state however `arm` ends: a panic in it (tokio's `Sleep`
     /// panics when polled as its runtime shuts down) must not leave this
     /// thread taking every later wake of a driver for its own arming.
     struct Arming;
     impl Drop for Arming {
         fn drop(&mut self) {
-            ARMING.with(|a| a.set(false));
-            RUNG.with(|r| r.set(false));
+            STATE.set(0);
         }
     }
-    ARMING.with(|a| a.set(true));
+    STATE.set(ARMING);
     let arming = Arming;
     let ready = arm();
-    ARMING.with(|a| a.set(false));
-    let rung = RUNG.with(|r| r.replace(false));
+    let rung = STATE.replace(0) & RUNG != 0;
     std::mem::forget(arming);
     rung || ready
 }
@@ -141,13 +146,14 @@ pub(crate) fn arming(arm: impl FnOnce() -> bool) -> bool {
 /// Called by the driver's waker: if this thread is arming the alarm (and
 /// holds its lock), records the wake for [`arming`] and returns `true`; the
 /// driver must then not turn here.
+#[inline]
 pub(crate) fn rung_while_arming() -> bool {
-    ARMING.with(|a| {
-        if a.get() {
-            RUNG.with(|r| r.set(true));
-        }
-        a.get()
-    })
+    let state = STATE.get();
+    if state & ARMING != 0 {
+        STATE.set(state | RUNG);
+        return true;
+    }
+    false
 }
 
 /// Locks `mutex`, ignoring poisoning: no user code runs under these locks.
@@ -255,21 +261,21 @@ impl RuntimeAlarm {
                 }
                 return false;
             }
-            let instant = alarm_instant(clock, tick);
+            let at = alarm_tick(clock, tick);
             // An insert already due (registered after its deadline) turns
             // now rather than at the runtime's next millisecond. The driver's
             // own re-arm goes through the runtime's timer even when work
             // came due during the turn: it then rings at the runtime's next
             // millisecond with whatever else is due, as tokio's own timers
             // do, rather than turning again and again for each deadline.
-            let ready = !force && instant <= clock.now()
+            let ready = !force && clock.instant_of(at) <= clock.now()
                 || arming(|| {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
                     match now {
-                        Some(now) => alarm.set_ring(instant, ring_gap(clock), tick > now),
-                        None if force => alarm.set_ring(instant, ring_gap(clock), false),
-                        None => alarm.set_earlier(instant),
+                        Some(now) => alarm.set_ring(at, clock, tick > now),
+                        None if force => alarm.set_ring(at, clock, false),
+                        None => alarm.set_earlier(at, clock),
                     }
                 });
             if ready {
@@ -291,7 +297,7 @@ impl RuntimeAlarm {
     /// See [`Alarm::rearm`](super::Alarm::rearm): the alarm rings at the
     /// next deadline itself, at once; the runtime's timer rounds it up to
     /// its millisecond (and a tick over 1 ms batches on its own grid, see
-    /// [`alarm_instant`]).
+    /// [`alarm_tick`]).
     pub(crate) fn rearm(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
         Rearmed {
             set: self.arm_after(clock, target, true, Some(now)),
@@ -327,19 +333,20 @@ impl Armed {
     /// busy timer, turn after turn), the head (which rang) goes to
     /// `at + 2 gap` and the next becomes the head, with no other look at
     /// the ring.
-    fn set_ring(&mut self, at: Instant, gap: Duration, ahead: bool) -> bool {
+    fn set_ring(&mut self, at: u64, clock: &Clock, ahead: bool) -> bool {
+        let gap = ring_gap(clock);
         let (head, next, last) = (self.head, (self.head + 1) % RING, (self.head + 2) % RING);
         if ahead && self.ring[next].at == Some(at) && self.ring[last].at == Some(at + gap) {
             self.head = next;
-            return self.ring[head].set(at + 2 * gap, &self.waker);
+            return self.ring[head].set(at + 2 * gap, clock, &self.waker);
         }
-        self.set_ring_anew(at, gap)
+        self.set_ring_anew(at, gap, clock)
     }
 
     /// [`set_ring`](Self::set_ring) in full: a timer already pending at
-    /// one of the three instants stays; the rest go to the others in turn.
+    /// one of the three ticks stays; the rest go to the others in turn.
     #[cold]
-    fn set_ring_anew(&mut self, at: Instant, gap: Duration) -> bool {
+    fn set_ring_anew(&mut self, at: u64, gap: u64, clock: &Clock) -> bool {
         let mut wanted = [Some(at), Some(at + gap), Some(at + 2 * gap)];
         let mut placed = [false; RING];
         for (ring, placed) in self.ring.iter().zip(&mut placed) {
@@ -355,22 +362,22 @@ impl Armed {
         let mut unplaced = self.ring.iter_mut().zip(placed).filter(|(_, p)| !p);
         for want in wanted.into_iter().flatten() {
             if let Some((ring, _)) = unplaced.next() {
-                ready |= ring.set(want, waker);
+                ready |= ring.set(want, clock, waker);
             }
         }
         self.head = (0..RING).min_by_key(|&i| self.ring[i].at).unwrap_or(0);
         ready
     }
 
-    /// Moves the alarm earlier, to `at` (an insert with an earlier
-    /// deadline): the ring's latest timer, or one not registered, goes
-    /// there. Returns whether it rang already.
-    fn set_earlier(&mut self, at: Instant) -> bool {
+    /// Moves the alarm earlier, to tick `at` (an insert with an earlier
+    /// deadline): a timer of the ring not registered, or else the latest,
+    /// goes there. Returns whether it rang already.
+    fn set_earlier(&mut self, at: u64, clock: &Clock) -> bool {
         let i = match self.ring.iter().position(|ring| !ring.pending()) {
             Some(i) => i,
             None => (0..RING).max_by_key(|&i| self.ring[i].at).unwrap_or(0),
         };
-        self.ring[i].set(at, &self.waker)
+        self.ring[i].set(at, clock, &self.waker)
     }
 
     /// Nothing pending after a turn: no runtime timer of ours may stay
@@ -392,14 +399,14 @@ impl Armed {
     }
 }
 
-/// How far apart the ring's timers go: the earliest the next re-arm can
-/// come, a runtime millisecond, or a tick where the tick is coarser (the
-/// alarm then rings on the tick's grid, see [`alarm_instant`]). A timer
-/// closer than the next re-arm would wake the runtime for nothing: with a
-/// timer a millisecond out, a timer of a 2 ms tick woke its runtime every
-/// millisecond, as many parks as a 1 ms tick.
-fn ring_gap(clock: &Clock) -> Duration {
-    SPARE_AFTER.max(Duration::from_micros(clock.tick_us))
+/// How far apart the ring's timers go, in ticks: the earliest the next
+/// re-arm can come, a runtime millisecond, or a tick where the tick is
+/// coarser (the alarm then rings on the tick's grid, see [`alarm_tick`]).
+/// A timer closer than the next re-arm would wake the runtime for nothing:
+/// with a timer a millisecond out, a timer of a 2 ms tick woke its runtime
+/// every millisecond, as many parks as a 1 ms tick.
+fn ring_gap(clock: &Clock) -> u64 {
+    (RING_GAP.as_micros() as u64).max(clock.tick_us)
 }
 
 /// An instant the runtime's timer never reaches: the deadline of a `Sleep`
@@ -408,16 +415,16 @@ fn never(clock: &Clock) -> tokio::time::Instant {
     tokio::time::Instant::from_std(far_future(clock.now()))
 }
 
-/// The instant the alarm rings for work due at `tick`: that very instant
-/// for a tick of 1 ms (the runtime's own timer rounds it up to its
+/// The tick the alarm rings at for work due at `tick`: that very tick for a
+/// tick of 1 ms (the runtime's own timer rounds its instant up to its
 /// millisecond, as for a `tokio::time::Sleep` at the same deadline), else
 /// the next multiple of the tick since the start, so that a coarser tick
 /// batches expiries (at most one turn per tick).
-fn alarm_instant(clock: &Clock, tick: u64) -> Instant {
+fn alarm_tick(clock: &Clock, tick: u64) -> u64 {
     if clock.tick_us <= 1_000 {
-        clock.instant_of(tick)
+        tick
     } else {
         let tick_us = clock.tick_us;
-        clock.instant_of(tick.div_ceil(tick_us).saturating_mul(tick_us))
+        tick.div_ceil(tick_us).saturating_mul(tick_us)
     }
 }

@@ -311,6 +311,12 @@ impl<T> Wheel<T> {
         self.linked
     }
 
+    /// Whether no entry is linked (pending).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.linked == 0
+    }
+
     /// How many entries the store holds, pending or owned after firing.
     pub(crate) fn entries(&self) -> usize {
         self.entries.len()
