@@ -128,7 +128,7 @@ fn micros_floor(d: Duration) -> u64 {
 /// `d` in microseconds, rounded up; `u64::MAX` past that.
 #[inline]
 fn micros_ceil(d: Duration) -> u64 {
-    let part = (d.subsec_nanos() + (UNIT_NS as u32 - 1)) / UNIT_NS as u32;
+    let part = d.subsec_nanos().div_ceil(UNIT_NS as u32);
     d.as_secs()
         .checked_mul(1_000_000)
         .and_then(|us| us.checked_add(u64::from(part)))

@@ -96,12 +96,30 @@ pub struct Interval {
     waker: Option<Waker>,
     /// The nominal instant of the next tick; the entry waits for it.
     next: Instant,
-    period: Duration,
+    /// The period and the flags, in 16 bytes (see [`Schedule`]).
+    schedule: Schedule,
+}
+
+/// An [`Interval`]'s period, its missed-tick behaviour and whether its
+/// next tick is due already, packed: a `Duration` has 4 bytes of padding,
+/// which the two flags take, and the interval lives in its task's future,
+/// which every beat touches (64 bytes in all).
+#[derive(Clone, Copy)]
+struct Schedule {
+    secs: u64,
+    nanos: u32,
+    behavior: MissedTickBehavior,
     /// The next tick is due by a clock reading already taken: it completes
     /// at once, without waiting for the driver (missed ticks in a burst,
     /// a reset to a past instant).
     due_now: bool,
-    behavior: MissedTickBehavior,
+}
+
+impl Schedule {
+    #[inline]
+    fn period(self) -> Duration {
+        Duration::new(self.secs, self.nanos)
+    }
 }
 
 /// What an [`Interval`] does after it missed ticks.
@@ -176,9 +194,12 @@ impl Interval {
             timeout,
             waker: None,
             next: start,
-            period,
-            due_now: false,
-            behavior: MissedTickBehavior::default(),
+            schedule: Schedule {
+                secs: period.as_secs(),
+                nanos: period.subsec_nanos(),
+                behavior: MissedTickBehavior::default(),
+                due_now: false,
+            },
         }
     }
 
@@ -265,8 +286,8 @@ impl Interval {
         if self.timeout.is_stopped() {
             return Poll::Ready(None);
         }
-        if self.due_now {
-            self.due_now = false;
+        if self.schedule.due_now {
+            self.schedule.due_now = false;
             return Poll::Ready(Some(self.take(None)));
         }
         if !self.timeout.is_registered() {
@@ -338,7 +359,7 @@ impl Interval {
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
         let now = self.timeout.now();
-        let period = self.period;
+        let period = self.schedule.period();
         let on_time = add(due, period);
         let next = if now > add(due, self.tolerance()) {
             self.missed(due, now)
@@ -368,10 +389,11 @@ impl Interval {
     fn missed(&self, due: Instant, now: Instant) -> Instant {
         tracing::trace!(
             late = ?(now - due),
-            behavior = ?self.behavior,
+            behavior = ?self.schedule.behavior,
             "hashwheel: interval missed a tick"
         );
-        self.behavior.next(due, now, self.period)
+        let schedule = self.schedule;
+        schedule.behavior.next(due, now, schedule.period())
     }
 
     /// How late a tick may be and still count as on time.
@@ -382,7 +404,7 @@ impl Interval {
     /// The tick the driver re-arms the entry at once the tick at `next`
     /// fires.
     fn after(&self, next: Instant) -> u64 {
-        self.timeout.tick_of(add(next, self.period))
+        self.timeout.tick_of(add(next, self.schedule.period()))
     }
 
     /// [`after`](Self::after) for `next`, the tick after an on-time one,
@@ -395,7 +417,7 @@ impl Interval {
     #[inline]
     fn after_on_time(&self, word: u64, next: Instant) -> u64 {
         let last = word & FAR;
-        match whole_micros(self.period) {
+        match whole_micros(self.schedule.period()) {
             Some(period) if period > 0 && last > 0 && period < FAR - last => {
                 debug_assert_eq!(last + period, self.after(next), "re-arm tick by sum");
                 last + period
@@ -420,7 +442,7 @@ impl Interval {
             None
         };
         self.timeout.rearm_beat(tick, after, waker);
-        self.due_now = next <= now;
+        self.schedule.due_now = next <= now;
     }
 
     /// Restarts the schedule: the next tick is one period from now.
@@ -443,7 +465,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_at(add(self.timeout.now(), self.period));
+        self.reset_at(add(self.timeout.now(), self.schedule.period()));
     }
 
     /// Restarts the schedule with a tick due now: the next
@@ -531,7 +553,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn period(&self) -> Duration {
-        self.period
+        self.schedule.period()
     }
 
     /// What the interval does after missed ticks; see
@@ -551,7 +573,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
-        self.behavior
+        self.schedule.behavior
     }
 
     /// Sets what the interval does after missed ticks; see
@@ -572,7 +594,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
-        self.behavior = behavior;
+        self.schedule.behavior = behavior;
     }
 }
 
@@ -588,8 +610,8 @@ impl fmt::Debug for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Interval")
             .field("next", &self.next)
-            .field("period", &self.period)
-            .field("missed_tick_behavior", &self.behavior)
+            .field("period", &self.schedule.period())
+            .field("missed_tick_behavior", &self.schedule.behavior)
             .finish_non_exhaustive()
     }
 }

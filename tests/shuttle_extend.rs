@@ -15,8 +15,9 @@
 //! without the generation check, a driver that fires without a
 //! compare-and-swap re-check) must be caught.
 //!
-//! The same for an interval re-armed by the driver as it fires a tick,
-//! racing its task taking the previous one (a broken stall is caught too).
+//! An interval's beat (its state in a word of the same table, re-armed by
+//! the driver as it fires a tick) has a model of its own,
+//! `tests/shuttle_beat.rs`.
 //!
 //! Run with `RUSTFLAGS="--cfg shuttle" cargo test --test shuttle_extend
 //! --target-dir target/shuttle`.
@@ -423,154 +424,6 @@ fn stale_extend_after_reuse(broken: Broken) {
     );
 }
 
-/// An interval's re-arm by the driver (`Deadlines::beat_due` in
-/// src/deadlines.rs) racing its task taking the tick (`Interval::take` in
-/// src/interval.rs): the driver fires the entry and re-arms it (`UNTAKEN`),
-/// or, finding the last tick untaken, stalls it (`STALLED`, not re-armed);
-/// the task takes a tick with a compare-and-swap that must fail on a stall,
-/// and otherwise re-arms under the lock. No tick may be lost: after the
-/// task's last take the entry is linked, or a tick is waiting for it.
-/// `Inner::linked` is the interval's deadline word: the driver changes it
-/// only under the lock, and only when the entry leaves the wheel (a stall);
-/// a re-arm leaves it alone, as the code does since issue 29's third pass.
-mod beat {
-    use super::*;
-
-    pub const UNTAKEN: u64 = 1 << 63;
-    pub const STALLED: u64 = 1 << 62;
-    pub const AFTER: u64 = (1 << 62) - 1;
-    /// The period, in ticks.
-    pub const PERIOD: u64 = 2;
-
-    pub struct Inner {
-        /// Linked in the wheel (else fired: stalled, or not yet re-armed).
-        pub linked: bool,
-        pub filed: u64,
-    }
-
-    pub struct Beat {
-        pub state: AtomicU64,
-        pub lock: Mutex<Inner>,
-        /// The driver stalls with a `fetch_or` after unlinking, whatever
-        /// the task did meanwhile (a compare-and-swap is what is right).
-        pub broken_stall: bool,
-    }
-
-    impl Beat {
-        /// An interval due at `PERIOD`, re-armed at `2 * PERIOD`.
-        pub fn new(broken_stall: bool) -> Arc<Beat> {
-            Arc::new(Beat {
-                state: AtomicU64::new(2 * PERIOD),
-                lock: Mutex::new(Inner {
-                    linked: true,
-                    filed: PERIOD,
-                }),
-                broken_stall,
-            })
-        }
-
-        /// One driver turn at `now`, under the lock.
-        pub fn turn(&self, now: u64) {
-            let mut inner = self.lock.lock().unwrap();
-            while inner.linked && inner.filed <= now {
-                let filed = inner.filed;
-                let mut state = self.state.load(Ordering::Acquire);
-                loop {
-                    if state & UNTAKEN == 0 {
-                        inner.filed = (state & AFTER).max(filed + 1);
-                        self.state.store(state | UNTAKEN, Ordering::Release);
-                        break;
-                    }
-                    if self.broken_stall {
-                        inner.linked = false;
-                        thread::yield_now();
-                        self.state.fetch_or(STALLED, Ordering::AcqRel);
-                        break;
-                    }
-                    match self.state.compare_exchange(
-                        state,
-                        state | STALLED,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    ) {
-                        Ok(_) => {
-                            inner.linked = false;
-                            break;
-                        }
-                        Err(actual) => state = actual,
-                    }
-                }
-            }
-        }
-
-        /// Takes the tick due at `*next` (on time), as `Interval::take`.
-        pub fn take(&self, next: &mut u64) -> u64 {
-            let due = *next;
-            let new_next = due + PERIOD;
-            *next = new_next;
-            let state = self.state.load(Ordering::Acquire);
-            if state & (UNTAKEN | STALLED) == UNTAKEN
-                && self
-                    .state
-                    .compare_exchange(
-                        state,
-                        new_next + PERIOD,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    )
-                    .is_ok()
-            {
-                return due;
-            }
-            // `Interval::rearm`: under the lock, move the entry and clear
-            // what the driver left.
-            let mut inner = self.lock.lock().unwrap();
-            inner.linked = true;
-            inner.filed = new_next;
-            self.state.store(new_next + PERIOD, Ordering::Release);
-            due
-        }
-    }
-}
-
-/// The driver turns to 9 while the task takes up to three ticks as they
-/// come: ticks are taken in order, once each, and the one after the last
-/// taken is never lost.
-fn rearm_vs_take(broken_stall: bool) {
-    use beat::*;
-    let beat = Beat::new(broken_stall);
-    let done = Arc::new(AtomicBool::new(false));
-    let d = {
-        let (beat, done) = (beat.clone(), done.clone());
-        thread::spawn(move || {
-            for now in 1..=9 {
-                beat.turn(now);
-            }
-            done.store(true, Ordering::Release);
-        })
-    };
-    let mut next = PERIOD;
-    let mut taken = Vec::new();
-    'ticks: for _ in 0..3 {
-        while beat.state.load(Ordering::Acquire) & UNTAKEN == 0 {
-            if done.load(Ordering::Acquire) {
-                break 'ticks;
-            }
-            thread::yield_now();
-        }
-        taken.push(beat.take(&mut next));
-    }
-    d.join().unwrap();
-    let want: Vec<u64> = (1..=taken.len() as u64).map(|i| i * PERIOD).collect();
-    assert_eq!(taken, want, "ticks taken out of order or twice");
-    let inner = beat.lock.lock().unwrap();
-    let state = beat.state.load(Ordering::Acquire);
-    assert!(
-        inner.linked || state & UNTAKEN != 0,
-        "tick lost: the entry is not linked and no tick waits (taken {taken:?})"
-    );
-}
-
 /// Runs `scenario` under random schedules and under PCT.
 fn explore(scenario: fn(Broken), broken: Broken) {
     shuttle::check_random(move || scenario(broken), ITERATIONS);
@@ -629,20 +482,4 @@ fn broken_driver_firing_without_the_re_check_is_caught() {
             ..Broken::default()
         },
     );
-}
-
-#[test]
-fn an_interval_re_armed_by_the_driver_never_loses_a_tick() {
-    shuttle::check_random(|| rearm_vs_take(false), ITERATIONS);
-    shuttle::check_pct(|| rearm_vs_take(false), ITERATIONS, 3);
-}
-
-/// A driver that stalls the interval without the compare-and-swap (unlink,
-/// then set `STALLED` whatever the task did) loses the next tick when the
-/// task takes the last one in between.
-#[test]
-#[should_panic(expected = "tick lost")]
-fn broken_stall_without_the_compare_and_swap_is_caught() {
-    shuttle::check_random(|| rearm_vs_take(true), ITERATIONS);
-    shuttle::check_pct(|| rearm_vs_take(true), ITERATIONS, 3);
 }

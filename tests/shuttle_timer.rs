@@ -384,12 +384,13 @@ const T_EXPIRED: u8 = 1;
 const T_CANCELLED: u8 = 2;
 
 /// `alarm::runtime::RuntimeAlarm`: the tick it is armed for. Its `Sleep`'s registration in
-/// the runtime is [`Common::registered`]. The alarm's two spare `Sleep`s
-/// (moved to one and two runtime milliseconds, or ticks where the tick is
-/// coarser, after the alarm on each re-arm after a turn) are not modelled:
-/// they are never polled, so they hold no waker and ring nothing; they only
-/// change whether the runtime unparks its own driver, which this model does
-/// not have.
+/// the runtime is [`Common::registered`]. The alarm is a ring of three
+/// `Sleep`s, set on each re-arm after a turn to the armed tick and one and
+/// two runtime milliseconds (or ticks, where the tick is coarser) after it;
+/// the model keeps the earliest, which is what arms the driver. The later
+/// two ring no earlier than it (a ring that finds nothing due is a turn
+/// that expires nothing), and otherwise only change whether the runtime
+/// unparks its own driver, which this model does not have.
 struct Alarm {
     armed: u64,
 }

@@ -1,6 +1,8 @@
 //! An exhaustive model check of how an insert arms the driver's alarm:
 //! `Common::note_deadline` (src/shard.rs) and `Alarm::arm` (src/alarm/) racing the
-//! driver's turn and re-arm (src/driver.rs).
+//! driver's turn and re-arm (src/driver.rs), and the turn passing a shard
+//! without its lock where the shard's hint says its wheel is empty
+//! (`Common::shard_busy`, `Shard::linked`).
 //!
 //! The protocol's steps are written out as small state machines (the
 //! driver, and inserters) and every interleaving of their atomic steps is
@@ -14,13 +16,15 @@
 //! this toolchain, so it could not be trusted here.)
 
 /// The shared state: `Common::planned`, `Common::turn_state` (turning or
-/// idle), the alarm's armed tick, and one shard.
+/// idle), the alarm's armed tick, and one shard with its hint
+/// (`Common::busy`).
 #[derive(Clone, Debug)]
 struct Shared {
     planned: u64,
     turning: bool,
     alarm: u64,
     wheel: Vec<u64>,
+    busy: bool,
 }
 
 impl Shared {
@@ -39,37 +43,59 @@ impl Shared {
 #[derive(Clone, Debug)]
 struct Driver {
     pc: u8,
+    busy: bool,
     next: u64,
     target: u64,
-    /// Skip the re-check after going idle: a deliberately broken driver,
-    /// which must be caught.
-    broken: bool,
+    broken: Broken,
+}
+
+/// Which deliberate bug the driver runs with.
+#[derive(Clone, Copy, Debug, Default)]
+struct Broken {
+    /// Skip the re-check after going idle.
+    no_recheck: bool,
+    /// Read the shard's hint before setting `planned`, not after.
+    hint_first: bool,
 }
 
 impl Driver {
     fn done(&self) -> bool {
-        self.pc == 6
+        self.pc == 7
     }
 
     fn step(&mut self, s: &mut Shared) {
-        match self.pc {
+        let pc = match (self.broken.hint_first, self.pc) {
+            (true, 0) => 1,
+            (true, 1) => 0,
+            (_, pc) => pc,
+        };
+        match pc {
             // planned.store(u64::MAX)
             0 => s.planned = u64::MAX,
-            // lock the shard; expire; next = its earliest entry; unlock
-            1 => self.next = s.earliest(),
-            // target = planned.fetch_min(next).min(next)
+            // busy.load(): the shard's hint
+            1 => self.busy = s.busy,
+            // a busy shard: lock it; expire; next = its earliest entry;
+            // an empty wheel clears the hint; unlock. An idle one is
+            // passed without its lock.
             2 => {
+                self.next = if self.busy { s.earliest() } else { u64::MAX };
+                if self.busy && s.wheel.is_empty() {
+                    s.busy = false;
+                }
+            }
+            // target = planned.fetch_min(next).min(next)
+            3 => {
                 let prev = s.planned;
                 s.planned = prev.min(self.next);
                 self.target = prev.min(self.next);
             }
             // arm(target, force)
-            3 => s.alarm = self.target,
+            4 => s.alarm = self.target,
             // turn_state: TURNING -> IDLE
-            4 => s.turning = false,
+            5 => s.turning = false,
             // if planned.load() < target: arm(planned, false)
-            5 => {
-                if !self.broken && s.planned < self.target {
+            6 => {
+                if !self.broken.no_recheck && s.planned < self.target {
                     let planned = s.planned;
                     s.arm_earlier(planned);
                 }
@@ -96,8 +122,11 @@ impl Inserter {
 
     fn step(&mut self, s: &mut Shared) {
         match self.pc {
-            // lock the shard; push; unlock
-            0 => s.wheel.push(self.tick),
+            // lock the shard; push; mark it busy (`Shard::linked`); unlock
+            0 => {
+                s.wheel.push(self.tick);
+                s.busy = true;
+            }
             // planned.fetch_min(tick) > tick (the `load` before it only
             // filters out the common case)
             1 => {
@@ -165,15 +194,17 @@ fn explore(
     None
 }
 
-fn check(initial: &[u64], armed: u64, ticks: &[u64], broken: bool) -> (Option<String>, usize) {
+fn check(initial: &[u64], armed: u64, ticks: &[u64], broken: Broken) -> (Option<String>, usize) {
     let shared = Shared {
         planned: armed,
         turning: true,
         alarm: armed,
         wheel: initial.to_vec(),
+        busy: !initial.is_empty(),
     };
     let driver = Driver {
         pc: 0,
+        busy: false,
         next: 0,
         target: 0,
         broken,
@@ -195,10 +226,10 @@ fn check(initial: &[u64], armed: u64, ticks: &[u64], broken: bool) -> (Option<St
 #[test]
 fn two_inserts_racing_a_turn_are_never_lost() {
     for ticks in [[5, 3], [3, 5], [4, 4]] {
-        let (found, explored) = check(&[], u64::MAX, &ticks, false);
+        let (found, explored) = check(&[], u64::MAX, &ticks, Broken::default());
         assert_eq!(found, None);
-        // 6 driver steps and 4 per inserter: 14! / (6! 4! 4!) orders.
-        assert_eq!(explored, 210_210);
+        // 7 driver steps and 4 per inserter: 15! / (7! 4! 4!) orders.
+        assert_eq!(explored, 450_450);
     }
 }
 
@@ -206,7 +237,7 @@ fn two_inserts_racing_a_turn_are_never_lost() {
 fn inserts_before_and_after_an_existing_entry_are_never_lost() {
     for ticks in [[2, 9], [9, 2], [7, 7]] {
         for armed in [1, 7, u64::MAX] {
-            let (found, _) = check(&[7], armed, &ticks, false);
+            let (found, _) = check(&[7], armed, &ticks, Broken::default());
             assert_eq!(found, None, "entries {ticks:?} next to one at 7");
         }
     }
@@ -215,16 +246,34 @@ fn inserts_before_and_after_an_existing_entry_are_never_lost() {
 #[test]
 fn one_insert_racing_a_turn_over_entries_is_never_lost() {
     for tick in [1, 4, 8, 20] {
-        let (found, explored) = check(&[4, 8], u64::MAX, &[tick], false);
+        let (found, explored) = check(&[4, 8], u64::MAX, &[tick], Broken::default());
         assert_eq!(found, None);
-        // 10! / (6! 4!) orders.
-        assert_eq!(explored, 210);
+        // 11! / (7! 4!) orders.
+        assert_eq!(explored, 330);
     }
 }
 
 #[test]
 fn the_check_catches_a_driver_that_skips_its_re_check() {
-    let (found, _) = check(&[], u64::MAX, &[5, 3], true);
+    let broken = Broken {
+        no_recheck: true,
+        ..Broken::default()
+    };
+    let (found, _) = check(&[], u64::MAX, &[5, 3], broken);
+    let found = found.expect("a broken driver must lose a wake-up");
+    assert!(found.starts_with("lost wake-up"), "{found}");
+}
+
+/// The shard's hint must be read after `planned` is set: read before, an
+/// insert that marks the shard busy just after the read, and lowers
+/// `planned` just before the store, is lost to both.
+#[test]
+fn the_check_catches_a_driver_that_reads_the_hint_first() {
+    let broken = Broken {
+        hint_first: true,
+        ..Broken::default()
+    };
+    let (found, _) = check(&[], u64::MAX, &[5], broken);
     let found = found.expect("a broken driver must lose a wake-up");
     assert!(found.starts_with("lost wake-up"), "{found}");
 }
