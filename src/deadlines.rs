@@ -217,8 +217,10 @@ impl Deadlines {
         }
     }
 
-    /// The word of `key`, whose page an insert allocated.
-    #[inline]
+    /// The word of `key`, whose page an insert allocated. Not inlined: a
+    /// turn and a beat look words up from several places, which share
+    /// this one copy of the code (the instruction cache a turn needs).
+    #[inline(never)]
     pub(crate) fn slot(&self, key: Key) -> &AtomicU64 {
         let word = match store::locate(key, WORDS_SHIFT) {
             Place::Big(n, i) => self.page(n).map(|page| &page[i]),
@@ -426,10 +428,15 @@ impl Deadlines {
     /// meanwhile): the handle re-arms it under the lock.
     #[inline]
     pub(crate) fn take_beat(&self, key: Key, word: u64, after: u64) -> bool {
+        Self::take_beat_at(self.slot(key), word, after)
+    }
+
+    /// [`take_beat`](Self::take_beat) on the word `slot`.
+    #[inline]
+    pub(crate) fn take_beat_at(slot: &AtomicU64, word: u64, after: u64) -> bool {
         word & (LINKED | UNTAKEN | STALLED) == LINKED | UNTAKEN
             && after < FAR
-            && self
-                .slot(key)
+            && slot
                 .compare_exchange(
                     word,
                     (word & !(UNTAKEN | FAR)) | after,

@@ -3,12 +3,13 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use crate::deadlines::{FAR, UNTAKEN};
+use crate::deadlines::{Deadlines, FAR, UNTAKEN};
 use crate::error::{Error, StopReason};
 use crate::shard::far_future;
 use crate::timeout::Timeout;
@@ -295,28 +296,51 @@ impl Interval {
                 return Poll::Ready(ready);
             }
         }
-        let mut word = self.timeout.beat_word();
+        let slot = self.timeout.beat_slot();
+        let word = slot.load(Ordering::Acquire);
         if word & UNTAKEN == 0 {
-            if !self
-                .waker
-                .as_ref()
-                .is_some_and(|waker| waker.will_wake(cx.waker()))
-            {
-                self.register_waker(cx.waker());
-                // A tick that fired meanwhile woke the waker the entry had
-                // then: look again.
-                word = self.timeout.beat_word();
-            }
-            if word & UNTAKEN == 0 {
-                // A stop drains the entry and wakes its waker; one that
-                // came before this registration woke the old one.
-                if self.timeout.is_stopped() {
-                    return Poll::Ready(None);
-                }
-                return Poll::Pending;
+            return self.wait(cx);
+        }
+        // The tick came: take it, in the steady state with one
+        // compare-and-swap on the word looked up once (its slot borrows
+        // the timeout, which the fields written here are not).
+        let due = self.next;
+        // Read after the tick came: lateness is measured from the moment
+        // the tick is taken, as tokio does.
+        let now = self.timeout.now();
+        let next = add(due, self.schedule.period());
+        if next > now && now <= add(due, self.tolerance()) {
+            let after = self.after_on_time(word, next);
+            if Deadlines::take_beat_at(slot, word, after) {
+                self.next = next;
+                return Poll::Ready(Some(due));
             }
         }
         Poll::Ready(Some(self.take(Some(word))))
+    }
+
+    /// No tick waits: registers `cx`'s waker unless the entry holds one of
+    /// the same task, and looks at the word again if it did.
+    #[inline]
+    fn wait(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        if !self
+            .waker
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            self.register_waker(cx.waker());
+            // A tick that fired meanwhile woke the waker the entry had
+            // then: look again.
+            if self.timeout.beat_word() & UNTAKEN != 0 {
+                return Poll::Ready(Some(self.take(Some(self.timeout.beat_word()))));
+            }
+        }
+        // A stop drains the entry and wakes its waker; one that came
+        // before this registration woke the old one.
+        if self.timeout.is_stopped() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
     }
 
     /// The first poll, or the first since a reset before it: a tick whose
@@ -359,8 +383,7 @@ impl Interval {
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
         let now = self.timeout.now();
-        let period = self.schedule.period();
-        let on_time = add(due, period);
+        let on_time = add(due, self.schedule.period());
         let next = if now > add(due, self.tolerance()) {
             self.missed(due, now)
         } else {
@@ -368,9 +391,9 @@ impl Interval {
         };
         self.next = next;
         if let Some(word) = fired {
-            // The steady state: the driver re-armed the entry for `next`
-            // as it fired; leave it the tick after, unless it fired again
-            // meanwhile (stalled: not re-armed).
+            // The driver re-armed the entry for `next` as it fired; leave
+            // it the tick after, unless it fired again meanwhile (stalled:
+            // not re-armed).
             if next == on_time && next > now {
                 let after = self.after_on_time(word, next);
                 if self.timeout.take_beat(word, after) {
@@ -397,8 +420,9 @@ impl Interval {
     }
 
     /// How late a tick may be and still count as on time.
+    #[inline]
     fn tolerance(&self) -> Duration {
-        self.timeout.tick_len() + TOLERANCE
+        Duration::from_micros(self.timeout.tick_us() + TOLERANCE.as_micros() as u64)
     }
 
     /// The tick the driver re-arms the entry at once the tick at `next`

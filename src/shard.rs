@@ -418,7 +418,10 @@ impl Common {
             .as_secs()
             .saturating_mul(1_000_000_000)
             .saturating_add(u64::from(took.subsec_nanos()));
-        self.longest_turn_ns.fetch_max(ns, Ordering::Relaxed);
+        // Written by the driver only, one turn at a time.
+        if ns > self.longest_turn_ns.load(Ordering::Relaxed) {
+            self.longest_turn_ns.store(ns, Ordering::Relaxed);
+        }
         took
     }
 

@@ -459,9 +459,10 @@ impl Timeout {
         self.shard.common.tick_of(deadline)
     }
 
-    /// The timer's tick, to the microsecond it is kept at.
-    pub(crate) fn tick_len(&self) -> Duration {
-        Duration::from_micros(self.shard.common.clock.tick_us)
+    /// The timer's tick in microseconds, as it is kept.
+    #[inline]
+    pub(crate) fn tick_us(&self) -> u64 {
+        self.shard.common.clock.tick_us
     }
 
     /// The time by the timer's clock.
@@ -556,6 +557,13 @@ impl Timeout {
     #[inline]
     pub(crate) fn beat_word(&self) -> u64 {
         self.shard.deadlines.beat(self.key())
+    }
+
+    /// An interval's word itself, to read and take a tick from with one
+    /// look-up. The timeout is registered.
+    #[inline]
+    pub(crate) fn beat_slot(&self) -> &std::sync::atomic::AtomicU64 {
+        self.shard.deadlines.slot(self.key())
     }
 
     /// Takes the tick waiting in an interval's `word`, re-armed at `after`

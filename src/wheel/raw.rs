@@ -239,7 +239,7 @@ impl<T> Wheel<T> {
     /// # Panics
     ///
     /// If `key` is vacant (a bug in the caller: handles own their keys).
-    #[inline]
+    #[inline(never)]
     #[track_caller]
     fn entry(&self, key: Key) -> &Entry<T> {
         match self.entries.get(key) {
@@ -249,7 +249,7 @@ impl<T> Wheel<T> {
     }
 
     /// The entry at `key`, as [`entry`](Self::entry).
-    #[inline]
+    #[inline(never)]
     #[track_caller]
     fn entry_mut(&mut self, key: Key) -> &mut Entry<T> {
         match self.entries.get_mut(key) {
@@ -1181,13 +1181,18 @@ impl<T: Default> Wheel<T> {
             // still hold, and the entry heads its list (the due list, or
             // the bucket of its tick: `next_due` hands out heads).
             debug_assert_eq!(prev, NIL, "a due entry that does not head its list");
-            let head = if self.due == key {
-                &mut self.due
+            if self.due == key {
+                self.due = next;
             } else {
-                &mut self.buckets.heads[((filed >> self.res) & self.bucket_mask) as usize]
-            };
-            debug_assert_eq!(*head, key, "a due entry that does not head its list");
-            *head = next;
+                let bucket = ((filed >> self.res) & self.bucket_mask) as usize;
+                debug_assert_eq!(self.buckets.heads[bucket], key, "a due entry not a head");
+                self.buckets.heads[bucket] = next;
+                if next == NIL {
+                    // Emptied: its bit goes now, rather than as a stale bit
+                    // that the next search of the bit set walks over.
+                    self.buckets.occupied.clear(bucket);
+                }
+            }
             if next != NIL {
                 self.entry_mut(next).prev = NIL;
             }
