@@ -8,10 +8,11 @@
 //! worker is unparked per wake. After each turn the driver re-arms the
 //! alarm for the next tick with work; with nothing pending it leaves it
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
-//! it earlier itself (see [`Common::note_deadline`]). Two spare runtime
-//! timers, one and two milliseconds (or ticks, where the tick is coarser)
-//! after the alarm, keep that re-arm from unparking the runtime's driver
-//! (see `alarm/runtime.rs`).
+//! it earlier itself (see [`Common::note_deadline`]). The alarm is a ring
+//! of three runtime timers, one millisecond (or tick, where the tick is
+//! coarser) apart, which keeps that re-arm from unparking the runtime's
+//! driver and, turn after turn, re-registers one of them (see
+//! `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's
 //! [`crate::TaskExecutor`] (see `executor.rs`): spawned as

@@ -5,7 +5,7 @@
 //! Rows, the ways in ([`Way`]): `current_thread` (a runtime-driven `Timer`
 //! on a current-thread runtime, on tokio's paused clock), `coarse_tick`
 //! (the same with a 2 ms tick: its alarm rings on the tick's grid, its
-//! spare runtime timers a tick apart), `multi_thread`
+//! ring of runtime timers a tick apart), `multi_thread`
 //! (on a 2-worker runtime, on the real clock: tokio pauses only
 //! current-thread runtimes), `thread_driver` (`Builder::driver_thread`, on
 //! std's clock; it sleeps on a timerfd on Linux, and on the `Condvar` of
@@ -159,7 +159,7 @@ fn cell(name: &str, body: impl FnOnce() + Send + 'static) {
 /// A runtime-driven timer on a current-thread runtime with paused time, of
 /// a tick of `TICK_MS` milliseconds: the default 1 (`current_thread`), or
 /// a coarser tick (`coarse_tick`), whose alarm rings on the tick's grid
-/// and keeps its spare runtime timers a tick apart.
+/// and keeps its ring of runtime timers a tick apart.
 #[cfg(feature = "tokio")]
 struct CurrentThread<const TICK_MS: u64 = 1> {
     rt: Option<tokio::runtime::Runtime>,

@@ -407,8 +407,8 @@ fn parks_and_turns(tick: Duration) -> (u64, u64) {
     (parks.load(Ordering::Relaxed), turns)
 }
 
-/// A coarser tick parks the runtime once a turn: the alarm's spares go a
-/// tick after it, not a millisecond (at a millisecond, a timer of a 2 ms
+/// A coarser tick parks the runtime once a turn: the alarm's ring goes a
+/// tick apart, not a millisecond (at a millisecond, a timer of a 2 ms
 /// tick woke its runtime every millisecond for nothing, the parks of a
 /// 1 ms tick for half the turns). On paused time every runtime timer is
 /// a park: the runtime advances its clock to it.

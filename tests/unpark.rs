@@ -3,10 +3,10 @@
 //! The runtime computes its next wake-up before it calls the alarm's waker,
 //! without the alarm, which just rang; a re-arm earlier than that wake-up
 //! unparks the runtime's driver: an eventfd write per turn (900 a second on
-//! W9 with one worker, against tokio's 120 in all). The alarm's two spare
-//! timers, registered one and two runtime milliseconds after the alarm,
-//! keep the runtime's next wake-up at or before the re-arm, also after a
-//! turn a millisecond late.
+//! W9 with one worker, against tokio's 120 in all). The alarm's ring of
+//! three runtime timers, one and two runtime milliseconds after the next
+//! ring, keeps the runtime's next wake-up at or before the re-arm, also
+//! after a turn a millisecond late.
 //!
 //! The test counts the process's write syscalls (`syscw` in `/proc/self/io`,
 //! Linux only), so it is alone in its file: no other test writes meanwhile.
@@ -64,14 +64,14 @@ fn a_re_arm_after_a_turn_does_not_unpark_the_runtime() {
         eprintln!("no /proc/self/io: nothing to count");
         return;
     };
-    // A turn that runs two whole milliseconds late (both spares rang with
-    // the alarm) still writes: a loaded machine makes some, and a machine
+    // A turn that runs two whole milliseconds late (the whole ring rang
+    // with it) still writes: a loaded machine makes some, and a machine
     // busy with other work can make many. Measured on a quiet 2-core VM,
-    // 200 turns an attempt: 0-6 writes with the two spares; 14-36 with the
-    // first spare alone (tokio's rounding puts 7-18% of the turns a whole
-    // millisecond late, and each writes twice); every turn without the
-    // spares. So the test passes on the first of three attempts that shows
-    // at most one write for twenty turns.
+    // 200 turns an attempt: 0-6 writes with an alarm and two spare timers
+    // (the ring's shape); 14-36 with one spare (tokio's rounding puts
+    // 7-18% of the turns a whole millisecond late, and each writes twice);
+    // every turn with the alarm alone. So the test passes on the first of
+    // three attempts that shows at most one write for twenty turns.
     let mut seen = Vec::new();
     for _ in 0..3 {
         let (turns, written) = measure();

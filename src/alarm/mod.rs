@@ -2,13 +2,13 @@
 //! tick with work, and nothing else. One interface, one implementation per
 //! driver, each in a file of its own:
 //!
-//! - `runtime.rs`, for a timer driven by a runtime (`driver.rs`): a runtime
-//!   timer (a tokio `Sleep`) polled with the driver's waker, so the
-//!   runtime's own timer processing turns the wheels, and two spare
-//!   runtime timers that keep the driver's re-arm from unparking the
-//!   runtime.
-//!   Arming it is a `Sleep::reset` and a poll under a lock; the re-arm
-//!   after a turn costs no syscall.
+//! - `runtime.rs`, for a timer driven by a runtime (`driver.rs`): a ring
+//!   of three runtime timers (tokio `Sleep`s) polled with the driver's
+//!   waker, so the runtime's own timer processing turns the wheels; the
+//!   two after the next keep the driver's re-arm from unparking the
+//!   runtime. Arming it is a `Sleep::reset` and a poll under a lock; the
+//!   re-arm after a turn costs no syscall, and for a timer busy every
+//!   millisecond it re-registers one runtime timer.
 //! - `sleeper.rs`, for a thread-driven timer (`thread_driver.rs`): a
 //!   timerfd (a `Condvar` where there is none) the driver's thread sleeps
 //!   on. Arming it sooner is a `timerfd_settime` under a lock; while every
