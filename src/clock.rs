@@ -144,7 +144,14 @@ mod tests {
     #[test]
     fn micros_round_as_division_does() {
         let nanos = [0u64, 1, 999, 1_000, 1_001, 999_999_999, 1_000_000_000];
-        let secs = [0u64, 1, 59, 18_446_744_073_709, 18_446_744_073_710, u64::MAX];
+        let secs = [
+            0u64,
+            1,
+            59,
+            18_446_744_073_709,
+            18_446_744_073_710,
+            u64::MAX,
+        ];
         for &s in &secs {
             for &n in &nanos {
                 let d = Duration::new(s, 0) + Duration::from_nanos(n.min(999_999_999));

@@ -29,9 +29,9 @@
 //! it) marks the turn [`AGAIN`], and the turner turns once more.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
 

@@ -192,7 +192,10 @@ async fn shrink_returns_the_storage_of_dropped_intervals() {
     drop(held);
     assert_eq!(intervals.pending(), 0);
     let freed = intervals.shrink();
-    assert!(freed >= n * 32, "{freed} bytes given back for {n} intervals");
+    assert!(
+        freed >= n * 32,
+        "{freed} bytes given back for {n} intervals"
+    );
     assert_eq!(
         freed,
         timeouts.shrink(),
