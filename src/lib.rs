@@ -98,6 +98,8 @@ mod live;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
 #[cfg(any(feature = "tokio", feature = "thread"))]
+mod queue;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod shard;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod stats;
