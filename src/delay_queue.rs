@@ -307,6 +307,14 @@ impl<T> DelayQueue<T> {
     /// reset come out first. Cancel-safe: an item is only taken out when it
     /// is returned.
     ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, at the first poll that waits (it arms
+    /// tokio's timer; inserts, resets and polls that find an item due need
+    /// no runtime): on another executor use
+    /// [`hashwheel::async_io::DelayQueue`](crate::async_io::DelayQueue).
+    /// On a runtime without its time driver, as `tokio::time::sleep` does.
+    ///
     /// # Examples
     ///
     /// ```
@@ -692,6 +700,13 @@ impl Alarm for TokioAlarm {
     }
 
     fn armed_at(at: std::time::Instant) -> TokioAlarm {
+        // The first call that needs the runtime (inserts and resets never
+        // do): fail here, saying what is missing, rather than with
+        // tokio's own "no reactor running", which names neither the queue
+        // nor what to use instead.
+        if tokio::runtime::Handle::try_current().is_err() {
+            panic!("{NO_RUNTIME}");
+        }
         TokioAlarm(Box::pin(tokio::time::sleep_until(Instant::from_std(at))))
     }
 
@@ -704,3 +719,8 @@ impl Alarm for TokioAlarm {
     }
 }
 
+/// The panic of a queue polled outside a tokio runtime.
+const NO_RUNTIME: &str = "hashwheel::DelayQueue polled outside a tokio runtime: it waits on \
+     tokio's timer, so poll it from a task of a runtime with its time driver enabled; \
+     on another executor (smol, futures, a plain thread) use hashwheel::async_io::DelayQueue \
+     (feature `thread`), which needs no runtime";
