@@ -296,6 +296,30 @@ impl Delay {
         self.timeout.reset(dur);
     }
 
+    /// A delay that completes at `deadline` (at once if it has passed):
+    /// `hashwheel::async_io`'s timer and delay queue, on the same default
+    /// timer and with the same fork handling.
+    #[track_caller]
+    pub(crate) fn until(deadline: Instant) -> Delay {
+        Delay {
+            timeout: default_timer().sleep_until(deadline),
+        }
+    }
+
+    /// [`Delay::new`], and the instant it completes at (now plus `dur`, to
+    /// the nanosecond; `None` if that overflows, and the delay never
+    /// completes), from one clock reading.
+    #[track_caller]
+    pub(crate) fn new_exact(dur: Duration) -> (Delay, Option<Instant>) {
+        let (timeout, deadline) = default_timer().sleep_exact(dur);
+        (Delay { timeout }, deadline)
+    }
+
+    /// Moves the deadline to `deadline`, as [`reset`](Delay::reset) does.
+    pub(crate) fn reset_at(&mut self, deadline: Instant) {
+        self.timeout.reset_at(deadline);
+    }
+
     /// Moves the delay, created in another process (a forked child's
     /// parent, or the parent's timer found by [`Delay::new`] in a child
     /// before its first poll), to the default timer of process `pid`,

@@ -298,7 +298,6 @@ impl<T> DelayQueue<T> {
         self.queue.insert(value, timeout)
     }
 
-
     /// Takes out the next expired item, or registers the task to be woken
     /// when one expires. Returns `Ready(None)` while the queue is empty (an
     /// insert makes it yield items again).
@@ -516,7 +515,6 @@ impl<T> DelayQueue<T> {
         self.queue.reset(key, timeout);
     }
 
-
     /// Removes every item, keeping the capacity; every key becomes stale, and
     /// [`poll_expired`](Self::poll_expired) returns `Ready(None)`.
     ///
@@ -659,7 +657,6 @@ impl<T> DelayQueue<T> {
     pub fn compact(&mut self) {
         self.queue.compact();
     }
-
 }
 
 // The queue never pins its values (they sit in a `Vec`), so it moves freely
@@ -688,7 +685,6 @@ impl<T> fmt::Debug for DelayQueue<T> {
             .finish_non_exhaustive()
     }
 }
-
 
 /// The tokio face's alarm: one `tokio::time::Sleep`, which needs the
 /// runtime's timer.

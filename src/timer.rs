@@ -899,16 +899,7 @@ impl Timer {
     }
 }
 
-#[cfg(feature = "tokio")]
 impl Timer {
-    /// `Err` with why the timer stopped, if it did.
-    pub(crate) fn check_running(&self) -> Result<(), Error> {
-        match self.shared.common.stop_reason() {
-            Some(reason) => Err(Error::stopped(reason)),
-            None => Ok(()),
-        }
-    }
-
     /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
     /// `delay`, to the nanosecond (the timeout keeps it rounded up to the
     /// microsecond); `None` if that overflows (the timeout then never
@@ -921,6 +912,17 @@ impl Timer {
             unwrap(self.timeout_at_tick(tick, delay.is_zero())),
             deadline,
         )
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Timer {
+    /// `Err` with why the timer stopped, if it did.
+    pub(crate) fn check_running(&self) -> Result<(), Error> {
+        match self.shared.common.stop_reason() {
+            Some(reason) => Err(Error::stopped(reason)),
+            None => Ok(()),
+        }
     }
 
     /// Whether `self` and `other` are handles to the same timer.
