@@ -98,6 +98,24 @@ impl Clock {
         }
     }
 
+    /// [`tick_after`](Self::tick_after) of `delay`, and the instant it
+    /// stands for (now plus `delay` to the nanosecond; `None` if that
+    /// overflows), from one clock reading: the same tick as
+    /// [`tick_of`](Self::tick_of) of that instant, without its subtraction.
+    #[inline]
+    pub(crate) fn deadline_after(&self, delay: Duration) -> (u64, Option<Instant>) {
+        let now = self.now();
+        let Some(deadline) = now.checked_add(delay) else {
+            return (NEVER, None);
+        };
+        let since = now.saturating_duration_since(self.start);
+        let tick = match since.checked_add(delay) {
+            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
+            None => NEVER,
+        };
+        (tick, Some(deadline))
+    }
+
     /// `d` in whole microseconds, if it is a whole number of them (and
     /// fits a `u64`): then for any deadline `t` past the start,
     /// `tick_of(t + d) == tick_of(t) + units`, both rounded up alike. An

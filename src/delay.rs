@@ -310,6 +310,7 @@ impl Delay {
     /// the nanosecond; `None` if that overflows, and the delay never
     /// completes), from one clock reading.
     #[track_caller]
+    #[inline]
     pub(crate) fn new_exact(dur: Duration) -> (Delay, Option<Instant>) {
         let (timeout, deadline) = default_timer().sleep_exact(dur);
         (Delay { timeout }, deadline)

@@ -905,9 +905,9 @@ impl Timer {
     /// microsecond); `None` if that overflows (the timeout then never
     /// completes).
     #[track_caller]
+    #[inline]
     pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
-        let deadline = self.shared.now().checked_add(delay);
-        let tick = deadline.map_or(NEVER, |deadline| self.shared.tick_of(deadline));
+        let (tick, deadline) = self.shared.common.clock.deadline_after(delay);
         (
             unwrap(self.timeout_at_tick(tick, delay.is_zero())),
             deadline,

@@ -147,6 +147,7 @@ impl Timer {
     /// # });
     /// ```
     #[track_caller]
+    #[inline]
     pub fn after(duration: Duration) -> Timer {
         Timer::once_after(duration, Duration::MAX)
     }
@@ -228,6 +229,7 @@ impl Timer {
     /// A timer first due `duration` from now, then every `period`: one
     /// clock reading, as `Delay::new` takes.
     #[track_caller]
+    #[inline]
     fn once_after(duration: Duration, period: Duration) -> Timer {
         match Delay::new_exact(duration) {
             (delay, Some(when)) => Timer {
@@ -423,6 +425,7 @@ impl Timer {
 impl Future for Timer {
     type Output = Instant;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Instant> {
         match self.poll_next(cx) {
             Poll::Ready(Some(when)) => Poll::Ready(when),
@@ -435,6 +438,7 @@ impl Future for Timer {
 impl Stream for Timer {
     type Item = Instant;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         let this = self.get_mut();
         let (Some(when), Some(delay)) = (this.when, this.delay.as_mut()) else {
