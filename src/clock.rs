@@ -23,6 +23,23 @@ pub(crate) fn far_future(from: Instant) -> Instant {
     from + FAR_FUTURE
 }
 
+/// `tick` rounded up to a multiple of `grid` (1: as it is); [`NEVER`]
+/// stays never.
+#[inline]
+pub(crate) fn on_grid(tick: u64, grid: u64) -> u64 {
+    if grid <= 1 || tick >= NEVER {
+        return tick;
+    }
+    // The millisecond grid (`hashwheel::async_io`'s) by a constant, which
+    // the compiler turns into a multiplication: this is a schedule path.
+    let up = if grid == 1_000 {
+        tick.div_ceil(1_000) * 1_000
+    } else {
+        tick.div_ceil(grid).saturating_mul(grid)
+    };
+    up.min(NEVER)
+}
+
 /// Which clock a timer reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Source {
@@ -98,12 +115,13 @@ impl Clock {
         }
     }
 
-    /// [`tick_after`](Self::tick_after) of `delay`, and the instant it
+    /// [`tick_after`](Self::tick_after) of `delay`, rounded up to a
+    /// multiple of `grid` microseconds (1: not rounded), and the instant it
     /// stands for (now plus `delay` to the nanosecond; `None` if that
     /// overflows), from one clock reading: the same tick as
     /// [`tick_of`](Self::tick_of) of that instant, without its subtraction.
     #[inline]
-    pub(crate) fn deadline_after(&self, delay: Duration) -> (u64, Option<Instant>) {
+    pub(crate) fn deadline_after(&self, delay: Duration, grid: u64) -> (u64, Option<Instant>) {
         let now = self.now();
         let Some(deadline) = now.checked_add(delay) else {
             return (NEVER, None);
@@ -113,7 +131,7 @@ impl Clock {
             Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
             None => NEVER,
         };
-        (tick, Some(deadline))
+        (on_grid(tick, grid), Some(deadline))
     }
 
     /// `d` in whole microseconds, if it is a whole number of them (and
@@ -151,5 +169,26 @@ impl Clock {
             .checked_add(since)
             .filter(|_| tick < NEVER)
             .unwrap_or_else(|| far_future(self.start))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_grid_rounds_up_to_a_multiple_and_keeps_never() {
+        assert_eq!(on_grid(0, 1_000), 0);
+        assert_eq!(on_grid(1, 1_000), 1_000);
+        assert_eq!(on_grid(1_000, 1_000), 1_000);
+        assert_eq!(on_grid(1_001, 1_000), 2_000);
+        assert_eq!(on_grid(1_234_567, 1), 1_234_567);
+        assert_eq!(on_grid(1_234_567, 0), 1_234_567);
+        assert_eq!(on_grid(NEVER, 1_000), NEVER);
+        assert_eq!(on_grid(NEVER - 1, 1_000), NEVER, "never past NEVER");
+        for tick in [5u64, 999, 12_345_678, NEVER / 3] {
+            let up = on_grid(tick, 1_000);
+            assert!(up >= tick && up - tick < 1_000 && up % 1_000 == 0, "{tick}");
+        }
     }
 }

@@ -901,13 +901,15 @@ impl Timer {
 
 impl Timer {
     /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
-    /// `delay`, to the nanosecond (the timeout keeps it rounded up to the
-    /// microsecond); `None` if that overflows (the timeout then never
-    /// completes).
+    /// `delay`, to the nanosecond; `None` if that overflows (the timeout
+    /// then never completes). The timeout keeps it rounded up to the
+    /// microsecond, and up to a grid of `grid` microseconds from the
+    /// timer's start (1: none; never early), so that timeouts set alike
+    /// share the driver's turns.
     #[track_caller]
     #[inline]
-    pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
-        let (tick, deadline) = self.shared.common.clock.deadline_after(delay);
+    pub(crate) fn sleep_exact_on(&self, delay: Duration, grid: u64) -> (Timeout, Option<Instant>) {
+        let (tick, deadline) = self.shared.common.clock.deadline_after(delay, grid);
         (
             unwrap(self.timeout_at_tick(tick, delay.is_zero())),
             deadline,
@@ -917,6 +919,13 @@ impl Timer {
 
 #[cfg(feature = "tokio")]
 impl Timer {
+    /// [`sleep_exact_on`](Timer::sleep_exact_on) without a grid.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
+        self.sleep_exact_on(delay, 1)
+    }
+
     /// `Err` with why the timer stopped, if it did.
     pub(crate) fn check_running(&self) -> Result<(), Error> {
         match self.shared.common.stop_reason() {

@@ -657,7 +657,7 @@ impl Alarm for Delay {
     }
 
     fn reset(&mut self, at: Instant) {
-        self.reset_at(at);
+        self.reset_at(at, 1);
     }
 
     fn poll_alarm(&mut self, cx: &mut Context<'_>) -> Poll<()> {

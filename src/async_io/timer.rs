@@ -10,6 +10,24 @@ use futures_core::Stream;
 
 use crate::delay::Delay;
 
+/// A deadline set this far ahead or more is kept on the [`GRID`] (see
+/// [Precision](Timer#precision)).
+const SLACK_FROM: Duration = Duration::from_millis(100);
+
+/// The grid of far deadlines, in microseconds of the timer's clock: 1 ms,
+/// at most 1% of their wait.
+const GRID_US: u64 = 1_000;
+
+/// The grid for a deadline set `ahead` of now (1: exact).
+#[inline]
+fn grid(ahead: Duration) -> u64 {
+    if ahead >= SLACK_FROM {
+        GRID_US
+    } else {
+        1
+    }
+}
+
 /// A future or stream that emits timed events: async-io 2's `Timer` (and
 /// so `smol::Timer`), on hashwheel's wheel.
 ///
@@ -33,11 +51,18 @@ use crate::delay::Delay;
 /// # Precision
 ///
 /// It runs on the process-wide thread-driven timer of
-/// [`Delay`](crate::Delay): deadlines are kept to the microsecond, a timer
+/// [`Delay`](crate::Delay), and never fires before its instant. A short
+/// wait is punctual: deadlines are kept to the microsecond, and a timer
 /// fires within tens of microseconds after its instant (the timer's
-/// 50 µs tick, and its thread's wake-up), and never before. Where
-/// async-io's `Timer` compares the clock at each poll, this one is ready
-/// once the driver fired it, a few tens of microseconds later at most.
+/// 50 µs tick, and its thread's wake-up). A deadline set 100 ms or more
+/// ahead ([`after`](Timer::after), [`set_after`](Timer::set_after), and
+/// each instant of an interval of such a period) is kept on a 1 ms grid
+/// instead: it fires up to 1 ms after its instant (1% of its wait at
+/// most), so that the timeouts and heartbeats of many connections share
+/// the driver's turns rather than waking it and the executor every 50 µs
+/// (W9 on smol in BENCHMARKS.md). The instant a timer yields is always
+/// the one it was set for. Where async-io's `Timer` compares the clock at
+/// each poll, this one is ready once the driver has fired it.
 ///
 /// # Examples
 ///
@@ -231,7 +256,7 @@ impl Timer {
     #[track_caller]
     #[inline]
     fn once_after(duration: Duration, period: Duration) -> Timer {
-        match Delay::new_exact(duration) {
+        match Delay::new_exact(duration, grid(duration)) {
             (delay, Some(when)) => Timer {
                 when: Some(when),
                 period,
@@ -305,7 +330,7 @@ impl Timer {
     #[track_caller]
     pub fn set_after(&mut self, duration: Duration) {
         match Instant::now().checked_add(duration) {
-            Some(instant) => self.set_at(instant),
+            Some(instant) => self.set_on(instant, grid(duration)),
             // Overflow to never going off.
             None => self.clear(),
         }
@@ -334,12 +359,24 @@ impl Timer {
     /// ```
     #[track_caller]
     pub fn set_at(&mut self, instant: Instant) {
+        self.set_on(instant, 1);
+    }
+
+    /// Sets the next instant, its entry due on a grid of `grid` µs.
+    #[track_caller]
+    fn set_on(&mut self, instant: Instant, grid: u64) {
         self.when = Some(instant);
         match &mut self.delay {
             // Registered, it stays so with its waker, at the new instant
             // (in O(1); a later one without the lock).
-            Some(delay) => delay.reset_at(instant),
-            None => self.delay = Some(Delay::until(instant)),
+            Some(delay) => delay.reset_at(instant, grid),
+            None => {
+                let mut delay = Delay::until(instant);
+                if grid > 1 {
+                    delay.reset_at(instant, grid);
+                }
+                self.delay = Some(delay);
+            }
         }
     }
 
@@ -366,7 +403,10 @@ impl Timer {
     #[track_caller]
     pub fn set_interval(&mut self, period: Duration) {
         match Instant::now().checked_add(period) {
-            Some(instant) => self.set_interval_at(instant, period),
+            Some(instant) => {
+                self.period = period;
+                self.set_on(instant, grid(period));
+            }
             // Overflow to never going off.
             None => self.clear(),
         }
@@ -450,7 +490,7 @@ impl Stream for Timer {
         match when.checked_add(this.period) {
             Some(next) => {
                 this.when = Some(next);
-                delay.reset_at(next);
+                delay.reset_at(next, grid(this.period));
                 // Registered again at once with this task's waker, as
                 // async-io's re-registers: a `set_*` from elsewhere before
                 // the next poll still wakes the task. Ready here (the next
