@@ -30,10 +30,10 @@ pub(crate) fn on_grid(tick: u64, grid: u64) -> u64 {
     if grid <= 1 || tick >= NEVER {
         return tick;
     }
-    // The millisecond grid (`hashwheel::async_io`'s) by a constant, which
-    // the compiler turns into a multiplication: this is a schedule path.
-    let up = if grid == 1_000 {
-        tick.div_ceil(1_000) * 1_000
+    // `hashwheel::async_io`'s grid by a constant, which the compiler turns
+    // into a multiplication: this is a schedule path.
+    let up = if grid == 250 {
+        tick.div_ceil(250) * 250
     } else {
         tick.div_ceil(grid).saturating_mul(grid)
     };
@@ -186,9 +186,11 @@ mod tests {
         assert_eq!(on_grid(1_234_567, 0), 1_234_567);
         assert_eq!(on_grid(NEVER, 1_000), NEVER);
         assert_eq!(on_grid(NEVER - 1, 1_000), NEVER, "never past NEVER");
-        for tick in [5u64, 999, 12_345_678, NEVER / 3] {
-            let up = on_grid(tick, 1_000);
-            assert!(up >= tick && up - tick < 1_000 && up % 1_000 == 0, "{tick}");
+        for grid in [250, 1_000, 7] {
+            for tick in [5u64, 999, 12_345_678, NEVER / 3] {
+                let up = on_grid(tick, grid);
+                assert!(up >= tick && up - tick < grid && up % grid == 0, "{tick}");
+            }
         }
     }
 }
