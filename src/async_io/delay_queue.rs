@@ -24,9 +24,9 @@ use crate::queue::{Alarm, Entry, Queue};
 /// [`remove`](Self::remove) or [`reset`](Self::reset) it by key; take out
 /// what expired through [`poll_expired`](Self::poll_expired) or the
 /// [`Stream`] of [`Expired`] items. Instants are std's
-/// [`Instant`](std::time::Instant). One owner (`&mut self`), no lock, no
+/// [`Instant`]. One owner (`&mut self`), no lock, no
 /// driver task: the queue wakes its task through one entry on the
-/// process-wide thread-driven timer of [`Delay`](crate::Delay), armed at
+/// process-wide thread-driven timer of [`Delay`], armed at
 /// its next deadline. It needs no runtime: smol, `futures`' executors, a
 /// plain thread's `block_on`, tokio too (where tokio's paused time does not
 /// move it; use [`hashwheel::DelayQueue`](crate::DelayQueue) there for
@@ -53,7 +53,7 @@ use crate::queue::{Alarm, Entry, Queue};
 ///
 /// # fork
 ///
-/// The queue waits on a [`Delay`](crate::Delay), which moves to a forked
+/// The queue waits on a [`Delay`], which moves to a forked
 /// child's own default timer at its first poll there: a queue polled in
 /// the child works as in the parent.
 ///

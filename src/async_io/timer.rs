@@ -54,7 +54,7 @@ fn grid(ahead: Duration) -> u64 {
 /// # Precision
 ///
 /// It runs on the process-wide thread-driven timer of
-/// [`Delay`](crate::Delay), and never fires before its instant. A short
+/// [`Delay`], and never fires before its instant. A short
 /// wait is punctual: deadlines are kept to the microsecond, and a timer
 /// fires within tens of microseconds after its instant (the timer's
 /// 50 µs tick, and its thread's wake-up). A deadline set 100 ms or more

@@ -21,6 +21,9 @@ use crate::config::Config;
 use crate::report::{lines, Line};
 use crate::w9::{rss_bytes, rusage_switches, w9_lateness, w9_record, HEARTBEAT};
 
+/// One child's `key=value` figures.
+type Figures = Vec<(String, f64)>;
+
 /// Executor threads (each also drives async-io's reactor when idle).
 const THREADS: usize = 2;
 
@@ -118,7 +121,7 @@ pub fn w9_smol(cfg: &Config) -> Vec<Line> {
         "W9 on smol: {n} connections, {THREADS} executor threads, {} rounds",
         cfg.w9_rounds
     );
-    let mut runs: Vec<(&'static str, Vec<Vec<(String, f64)>>)> =
+    let mut runs: Vec<(&'static str, Vec<Figures>)> =
         CONTENDERS.iter().map(|c| (c.1, Vec::new())).collect();
     for round in 0..cfg.w9_rounds {
         for (i, (which, _)) in CONTENDERS.iter().enumerate() {
