@@ -22,7 +22,7 @@ use std::fmt;
 ///
 /// let err = Timer::builder().wheel_size(0).build().unwrap_err();
 /// assert!(err.is_invalid_config());
-/// assert_eq!(err.to_string(), "invalid timer configuration: wheel size must be between 1 and 2^30, got 0");
+/// assert_eq!(err.to_string(), "invalid timer configuration: wheel size must be between 1 and 2^20 (1048576), got 0");
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {

@@ -22,7 +22,7 @@ use crate::driver;
 use crate::error::Error;
 use crate::executor::TaskExecutor;
 use crate::interval::Interval;
-use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
+use crate::shard::{far_future, shard_bytes, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 #[cfg(feature = "thread")]
@@ -37,8 +37,19 @@ const MIN_TICK: Duration = Duration::from_millis(1);
 /// configuration error.
 #[cfg(feature = "thread")]
 const MIN_THREAD_TICK: Duration = Duration::from_micros(10);
-/// The largest wheel, as in Netty.
-const MAX_WHEEL_SIZE: usize = 1 << 30;
+/// The largest wheel: 2^20 buckets, about 4.2 MiB a shard (see
+/// [`Builder::wheel_size`]). Netty allows 2^30, but it keeps far deadlines
+/// in their buckets, counting rounds; here the round ring holds them, so a
+/// larger wheel would only save a far deadline's move from the ring, at
+/// 4 bytes a bucket per shard, allocated whole at build.
+const MAX_WHEEL_SIZE: usize = 1 << 20;
+/// The most a timer may allocate at build, holding nothing, over all its
+/// shards (see [`Builder::shards`]): a timer the builder accepts never
+/// costs gigabytes unasked.
+const MAX_BUILD_BYTES: usize = 64 << 20;
+/// Of [`MAX_BUILD_BYTES`], what is kept for the timer's own state beside
+/// its shards (its common state and driver, a few KiB).
+const COMMON_BYTES: usize = 64 << 10;
 /// Slots in each shard's round ring (see the `wheel` module): bounded so a
 /// huge wheel does not get a huge ring too.
 const MAX_RING: usize = 4096;
@@ -1118,7 +1129,21 @@ impl Builder {
     }
 
     /// The number of buckets per wheel, rounded up to a power of two; 1 to
-    /// 2^30. One turn of the wheel spans `tick * wheel_size`.
+    /// 2^20 (1,048,576). One turn of the wheel spans `tick * wheel_size`;
+    /// deadlines further out wait in a ring of rounds, so a larger wheel
+    /// only saves them a move from the ring to their bucket.
+    ///
+    /// # Memory
+    ///
+    /// Each shard (see [`shards`](Builder::shards)) allocates its wheel
+    /// whole at [`build`](Builder::build): 4 bytes and a bit per list. A
+    /// bucket of a wheel of up to 2^16 buckets is 16 lists (split in four,
+    /// and four rounds in the first level): 66 bytes; of 2^17 or 2^18
+    /// buckets, 4 lists (16.5 bytes); of 2^19 or more, one (4.1 bytes). So
+    /// a shard's wheel takes 33 KiB at the default 512 buckets and at most
+    /// about 4.2 MiB (at 2^16, 2^18 and 2^20 buckets), on top of about
+    /// 19 KiB for the shard itself: 56 KiB a shard by default. Timeouts
+    /// take their own storage as they come (see [`capacity`](Builder::capacity)).
     ///
     /// # Examples
     ///
@@ -1205,7 +1230,20 @@ impl Builder {
     }
 
     /// How many wheels (each with its own lock) to spread threads over.
-    /// Defaults to the number of CPUs; 1 to 65,536.
+    /// Defaults to the number of CPUs, as many as fit the bound below; 1 to
+    /// 65,536.
+    ///
+    /// # Memory
+    ///
+    /// Every shard allocates its wheel and its own state at
+    /// [`build`](Builder::build), 56 KiB with the default wheel and up to
+    /// about 4.2 MiB with a large one (see [`wheel_size`](Builder::wheel_size)),
+    /// and a timer allocates at most 64 MiB at build, all shards together,
+    /// holding nothing: about 1,200 shards of the default wheel, at least
+    /// 15 of any. `build` fails past that with [`Error::is_invalid_config`],
+    /// naming how many fit; the default is lowered to fit (a wheel of over
+    /// 2^16 buckets on a host with more than 15 CPUs). A
+    /// [`capacity`](Builder::capacity) you reserve comes on top.
     ///
     /// # Examples
     ///
@@ -1334,8 +1372,9 @@ impl Builder {
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick or one under the driver's minimum (1 ms on a runtime, where
     /// the message names [`driver_thread()`](Builder::driver_thread); 10 µs
-    /// on a thread), a wheel size of 0 or above 2^30, a tick so long that
-    /// one turn of the wheel overflows, a shard count of 0 or above 65,536,
+    /// on a thread), a wheel size of 0 or above 2^20, a tick so long that
+    /// one turn of the wheel overflows, a shard count of 0 or above 65,536
+    /// or more shards than fit in 64 MiB (see [`shards`](Builder::shards)),
     /// no runtime (called outside one without [`handle`](Builder::handle)),
     /// or a runtime without a time driver (built without `enable_time()` or
     /// `enable_all()`).
@@ -1390,7 +1429,7 @@ impl Builder {
         let tick = self.tick;
         if self.wheel_size == 0 || self.wheel_size > MAX_WHEEL_SIZE {
             return Err(Error::invalid_config(format!(
-                "wheel size must be between 1 and 2^30, got {}",
+                "wheel size must be between 1 and 2^20 (1048576), got {}",
                 self.wheel_size
             )));
         }
@@ -1402,14 +1441,29 @@ impl Builder {
                 "tick of {tick:?} times {wheel_size} buckets overflows the wheel's span"
             )));
         };
+        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
+        let tick_us = tick_ns.div_ceil(UNIT_NS);
+        // What each shard allocates now, and how many fit the bound: at
+        // least 15, since a shard takes at most about 4.2 MiB.
+        let shard_bytes = shard_bytes(wheel_size, tick_us, ring);
+        let fit = (MAX_BUILD_BYTES - COMMON_BYTES) / shard_bytes;
         let shards = match self.shards {
             Some(n) if n == 0 || n > MAX_SHARDS => {
                 return Err(Error::invalid_config(format!(
                     "shards must be between 1 and 65536, got {n}"
                 )))
             }
+            Some(n) if n > fit => {
+                return Err(Error::invalid_config(format!(
+                    "{n} shards of a {wheel_size}-bucket wheel would allocate {} MiB at build, \
+                     holding nothing ({} KiB a shard); a timer allocates at most 64 MiB: \
+                     {fit} shards at most, or a smaller wheel_size",
+                    (n * shard_bytes) >> 20,
+                    shard_bytes >> 10,
+                )))
+            }
             Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get().min(fit)),
         };
         let per_shard = self.capacity.div_ceil(shards);
         if per_shard > MAX_ENTRIES {
@@ -1418,8 +1472,6 @@ impl Builder {
                 self.capacity
             )));
         }
-        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let tick_us = tick_ns.div_ceil(UNIT_NS);
         let plan = Plan {
             tick,
             tick_us,
