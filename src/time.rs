@@ -54,7 +54,14 @@
 //!
 //! Like tokio's, every function here panics outside a tokio runtime ("there
 //! is no reactor running, must be called from the context of a Tokio 1.x
-//! runtime") and on a runtime built without its time driver.
+//! runtime") and on a runtime built without its time driver ("A Tokio 1.x
+//! context was found, but timers are disabled. Call `enable_time` on the
+//! runtime builder to enable timers."), and [`interval`] and
+//! [`interval_at`] panic for a zero period ("`period` must be
+//! non-zero."): tokio's messages word for word, so that tests written with
+//! `#[should_panic(expected = ...)]` pass unchanged. `pause`, `resume`
+//! and `advance` are tokio's own (feature `test-util`).
+//! ([`Timer`]'s own methods panic with hashwheel's messages.)
 //!
 //! # Differences from `tokio::time`
 //!
@@ -92,7 +99,7 @@ use tokio::runtime::{Handle, Id};
 
 use crate::clock::{far_future, FAR_FUTURE};
 use crate::error::Error;
-use crate::timer::Timer;
+use crate::timer::{Timer, NO_TIME_DRIVER};
 
 pub use crate::interval::MissedTickBehavior;
 /// tokio's paused-time controls, re-exported (feature `test-util`, which
@@ -112,9 +119,17 @@ pub mod error {
     pub use crate::error::Elapsed;
 }
 
-/// What tokio panics with outside a runtime.
-const NO_RUNTIME: &str = "hashwheel::time: there is no reactor running, \
-                          must be called from the context of a Tokio 1.x runtime";
+// The panic messages are tokio's own words, so that a test written
+// against `tokio::time` (`#[should_panic(expected = ...)]`) passes
+// unchanged. Outside a runtime: the `Display` of tokio's `TryCurrentError`,
+// which is the message tokio panics with ("there is no reactor running,
+// ...", or that its thread-local is gone).
+
+/// What tokio panics with on a runtime without a time driver.
+const TIMERS_DISABLED: &str = "A Tokio 1.x context was found, but timers are disabled. \
+                               Call `enable_time` on the runtime builder to enable timers.";
+/// What tokio's `interval` and `interval_at` panic with for a zero period.
+const ZERO_PERIOD: &str = "`period` must be non-zero.";
 
 /// `duration` from now, or tokio's "far future" (about 30 years, where its
 /// `sleep` and `timeout` put a deadline too far to add to now, so that under
@@ -142,8 +157,9 @@ thread_local! {
 #[track_caller]
 #[inline]
 fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
-    let Ok(handle) = Handle::try_current() else {
-        panic!("{NO_RUNTIME}");
+    let handle = match Handle::try_current() {
+        Ok(handle) => handle,
+        Err(err) => panic!("{err}"),
     };
     let id = handle.id();
     let mut f = Some(f);
@@ -191,10 +207,8 @@ fn default_of(handle: &Handle, id: Id) -> Timer {
     drop(stopped);
     match built {
         Ok(timer) => timer,
-        Err(err) => panic!(
-            "hashwheel::time: a Tokio 1.x context was found, but timers are disabled. \
-             Call `enable_time` on the runtime builder to enable timers ({err})"
-        ),
+        Err(err) if err.to_string().ends_with(NO_TIME_DRIVER) => panic!("{TIMERS_DISABLED}"),
+        Err(err) => panic!("hashwheel::time: the runtime's default timer: {err}"),
     }
 }
 
@@ -280,8 +294,9 @@ impl Timer {
     /// ```
     #[track_caller]
     pub fn set_current(&self) -> Result<(), Error> {
-        let Ok(handle) = Handle::try_current() else {
-            panic!("{NO_RUNTIME}");
+        let handle = match Handle::try_current() {
+            Ok(handle) => handle,
+            Err(err) => panic!("{err}"),
         };
         let id = handle.id();
         self.check_running()?;
@@ -440,6 +455,8 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 /// ```
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
+    // Before the runtime is looked for, as tokio's.
+    assert!(period > Duration::ZERO, "{ZERO_PERIOD}");
     Interval(with_current(|timer| timer.interval(period)))
 }
 
@@ -465,6 +482,7 @@ pub fn interval(period: Duration) -> Interval {
 /// ```
 #[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    assert!(period > Duration::ZERO, "{ZERO_PERIOD}");
     Interval(with_current(|timer| timer.interval_at(start, period)))
 }
 

@@ -54,6 +54,11 @@ const COMMON_BYTES: usize = 64 << 10;
 /// huge wheel does not get a huge ring too.
 const MAX_RING: usize = 4096;
 const MIN_RING: usize = 64;
+/// [`Builder::build`]'s error on a runtime without a time driver (which
+/// `hashwheel::time` turns into tokio's panic).
+#[cfg(feature = "tokio")]
+pub(crate) const NO_TIME_DRIVER: &str =
+    "the runtime has no time driver: build it with enable_time() or enable_all()";
 /// Shards are numbered with 16 bits in a [`Timeout`].
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
@@ -1506,9 +1511,7 @@ impl Builder {
             })?,
         };
         if !has_time_driver(&handle) {
-            return Err(Error::invalid_config(
-                "the runtime has no time driver: build it with enable_time() or enable_all()",
-            ));
+            return Err(Error::invalid_config(NO_TIME_DRIVER));
         }
         // The clock starts by the runtime's time (paused or not), also when
         // built outside the runtime with `Builder::handle`: read outside it,
