@@ -142,7 +142,8 @@ impl Error {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let timer = hashwheel::Timer::builder().max_pending(0).build().unwrap();
+    /// let timer = hashwheel::Timer::builder().max_pending(1).build().unwrap();
+    /// let _held = timer.sleep(std::time::Duration::from_secs(1));
     /// let err = timer.try_sleep(std::time::Duration::from_secs(1)).unwrap_err();
     /// assert!(err.is_at_capacity());
     /// # }

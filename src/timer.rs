@@ -221,8 +221,14 @@ impl Timer {
     /// or, with a [tick](Builder::tick) over 1 ms, at the next multiple of
     /// the tick (under load, up to a tick later):
     /// see [Lateness](crate#lateness) for the figures on the real clock.
-    /// A zero `delay` completes on the first poll. A `delay` so long that
-    /// the deadline overflows means "never".
+    /// A zero `delay` completes on the first poll. A `delay` too long to
+    /// keep (`Duration::MAX`, or one whose deadline overflows or lies over
+    /// 146,000 years out) completes about 30 years from now, tokio's "far
+    /// future", as `tokio::time::sleep`'s does: on a paused runtime with
+    /// nothing else to do, auto-advance gets there (where "never" would
+    /// leave the task hanging), and on the real clock it is as good as
+    /// never. [`reset`](Timeout::reset), [`timeout`](Timer::timeout) and
+    /// [`schedule`](Timer::schedule) take such a delay alike.
     ///
     /// # Panics
     ///
@@ -560,9 +566,16 @@ impl Timer {
         F: FnOnce() + Send + 'static,
     {
         let now = self.shared.now();
-        let deadline = now.checked_add(delay);
-        let tick = deadline.map_or(NEVER, |d| self.shared.tick_of(d));
-        let deadline = deadline.unwrap_or_else(|| far_future(now));
+        // A delay too long to keep runs tokio's "far future" out, as
+        // `sleep`'s (see `Clock::tick_after`).
+        let kept = now.checked_add(delay).map(|d| (self.shared.tick_of(d), d));
+        let (tick, deadline) = match kept {
+            Some((tick, deadline)) if tick < NEVER => (tick, deadline),
+            _ => {
+                let far = far_future(now);
+                (self.shared.tick_of(far), far)
+            }
+        };
         let shard = self.shared.current_shard();
         self.shared.acquire(shard)?;
         // The keep-alive count is taken before the task is in the wheel: from
@@ -1172,6 +1185,13 @@ impl Builder {
     /// A [`Timeout::reset`] of a timeout that already fired never fails: it
     /// counts as pending again even past the limit.
     ///
+    /// # Errors
+    ///
+    /// [`build`](Builder::build) fails with [`Error::is_invalid_config`]
+    /// for 0: a timer that may hold nothing would refuse every timeout.
+    /// Leave `max_pending` unset for no limit (Netty's `maxPendingTimeouts`
+    /// of 0 means that; here it is the default).
+    ///
     /// # Examples
     ///
     /// ```
@@ -1377,7 +1397,8 @@ impl Builder {
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick or one under the driver's minimum (1 ms on a runtime, where
     /// the message names [`driver_thread()`](Builder::driver_thread); 10 µs
-    /// on a thread), a wheel size of 0 or above 2^20, a tick so long that
+    /// on a thread), a `max_pending` of 0, a wheel size of 0 or above 2^20,
+    /// a tick so long that
     /// one turn of the wheel overflows, a shard count of 0 or above 65,536
     /// or more shards than fit in 64 MiB (see [`shards`](Builder::shards)),
     /// no runtime (called outside one without [`handle`](Builder::handle)),
@@ -1432,6 +1453,12 @@ impl Builder {
             }));
         }
         let tick = self.tick;
+        if self.max_pending == Some(0) {
+            return Err(Error::invalid_config(
+                "max_pending must be at least 1, got 0: the timer would refuse every timeout \
+                 (for no limit, leave max_pending unset)",
+            ));
+        }
         if self.wheel_size == 0 || self.wheel_size > MAX_WHEEL_SIZE {
             return Err(Error::invalid_config(format!(
                 "wheel size must be between 1 and 2^20 (1048576), got {}",
