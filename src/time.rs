@@ -32,16 +32,16 @@
 //! per-thread cache; the first call of a thread on a runtime takes a
 //! process-wide lock once. A cache checked by anything cheaper (the task's
 //! id, the worker's index) would hand out the wrong runtime's timer inside
-//! `Handle::enter` or a `block_on` nested in `block_in_place`. Measured (W1:
-//! a 30 s sleep created, polled once and dropped, current-thread runtime;
-//! `cargo bench -p hashwheel-benches --bench ops -- w1`, two runs on a
-//! quiet 2-core machine): 81–82 ns per pair through [`sleep`] against
-//! 74 ns through [`Timer::sleep`] (1.10×, the lookup costs 7–8 ns), and
-//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep). The
-//! clone writes a reference count that every worker of the runtime shares:
-//! with request timeouts on 2 workers (W10, 1,000 tasks each looping
-//! `timeout(30 s, f)`) it cost 30 ns a request over [`Timer::timeout`] in
-//! one run on a busy 2-core machine (about 183 against 152 ns of CPU).
+//! `Handle::enter` or a `block_on` nested in `block_in_place`. Measured
+//! (the repository's `BENCHMARKS.md`, "Micro-benchmarks": W1, a 30 s sleep
+//! created, polled once and dropped on a current-thread runtime): 81–82 ns
+//! per pair through [`sleep`] against 74 ns through [`Timer::sleep`]
+//! (1.10×, the lookup costs 7–8 ns), and 504 ns through
+//! `tokio::time::sleep` (boxed, as it must be to keep). The clone writes a
+//! reference count that every worker of the runtime shares: with request
+//! timeouts on 2 workers (W10 there, 1,000 tasks each looping
+//! `timeout(30 s, f)`) it costs about 30 ns a request over
+//! [`Timer::timeout`] (184.2 against 152.6 ns of CPU).
 //!
 //! Keep a [`Timer`] handle instead (say [`Timer::current`], once per
 //! connection) to skip the lookup on hot paths, or when you want several

@@ -1113,7 +1113,7 @@ impl Builder {
     /// its deadline (at most one tick late), and far fewer wake-ups serve
     /// many timeouts: the knob that trades lateness for CPU. On W9
     /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
-    /// less often and costs 0.6–0.9× `tokio::time`'s CPU at 10,000 and
+    /// less often and costs 0.71–0.92× `tokio::time`'s CPU at 10,000 and
     /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),
     /// with heartbeats 1.0–1.1 ms late at the median, as tokio's, and
     /// 0.2–0.4 ms later than tokio's at the p99 (1 ms: 0.6× tokio's).
