@@ -204,6 +204,12 @@ async fn a_bucket_and_a_shard_cost_what_the_docs_say() {
             "{wheel_size} buckets: {per_bucket} tenths of a byte a bucket, not {tenths}"
         );
     }
+    // How many shards fit: about 1,200 of the default wheel, 64 (a 64-CPU
+    // host's default) of up to 8,192 buckets, and not of 16,384.
+    let (default_most, _) = most_shards(Timer::builder, 512);
+    assert!((1_150..1_250).contains(&default_most), "{default_most}");
+    assert!(most_shards(Timer::builder, 8_192).0 >= 64);
+    assert!(most_shards(Timer::builder, 16_384).0 < 64);
     // At most about 4.2 MiB a shard.
     for wheel_size in SIZES {
         let bytes = shard(wheel_size);
