@@ -1,7 +1,11 @@
 //! `impl hyper::rt::Timer for Timer`: a real hyper 1.x server and client on
 //! loopback, with hyper's header-read timeout on the wheel, under paused
-//! time. Needs the `hyper` feature (`required-features` in Cargo.toml).
+//! time. In the workspace member `hashwheel-integration`, which turns on the
+//! features `hyper`, `tower` and `metrics` (hyper's server and client stay
+//! out of the crate's own dev-dependencies, and so out of its examples'
+//! builds).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::convert::Infallible;
@@ -187,7 +191,8 @@ async fn a_stopped_timer_fails_closed() {
 
 #[tokio::test]
 async fn at_capacity_sleeps_complete_at_once() {
-    let timer = Timer::builder().max_pending(0).build().unwrap();
+    let timer = Timer::builder().max_pending(1).build().unwrap();
+    let _held = timer.sleep(Duration::from_secs(60));
     let start = Instant::now();
     hsleep(&timer, Duration::from_secs(60)).await;
     assert!(start.elapsed() < Duration::from_secs(1));
