@@ -3,7 +3,10 @@
 //! `src/lib.rs`), each a test here with the same one line changed. The
 //! doc example that resolves `google.com:80` through `async-net` (a
 //! network, and a crate, that these tests do not have) keeps its code over
-//! a stand-in `async_net::resolve` that never answers, so its timeout wins.
+//! a stand-in `async_net::resolve` that never answers, so its timeout wins;
+//! and async-io's `spawn` helper keeps its code over a stand-in for the two
+//! calls of `async-channel` it makes (a `futures` channel), so that the
+//! crate's own dev-dependencies stay light (every example builds them).
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -13,6 +16,36 @@ use std::time::{Duration, Instant};
 
 use futures_lite::{future, FutureExt, StreamExt};
 use hashwheel::async_io::Timer;
+
+/// `async_channel::bounded`, as `spawn` below uses it (`send` and `recv`
+/// through `&self`), over a `futures` channel.
+mod async_channel {
+    use futures::channel::mpsc;
+    use futures::lock::Mutex;
+    use futures::{SinkExt, StreamExt};
+
+    pub struct Sender<T>(mpsc::Sender<T>);
+    pub struct Receiver<T>(Mutex<mpsc::Receiver<T>>);
+
+    pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+        // `futures`' channel holds `cap` plus one per sender (each `send`
+        // clones one): the bound does not matter here, one value each way.
+        let (s, r) = mpsc::channel(cap);
+        (Sender(s), Receiver(Mutex::new(r)))
+    }
+
+    impl<T> Sender<T> {
+        pub async fn send(&self, value: T) -> Result<(), mpsc::SendError> {
+            self.0.clone().send(value).await
+        }
+    }
+
+    impl<T> Receiver<T> {
+        pub async fn recv(&self) -> Result<T, ()> {
+            self.0.lock().await.next().await.ok_or(())
+        }
+    }
+}
 
 fn spawn<T: Send + 'static>(
     f: impl Future<Output = T> + Send + 'static,
