@@ -22,6 +22,23 @@ pub(crate) fn far_future(from: Instant) -> Instant {
     from + FAR_FUTURE
 }
 
+/// `tick` rounded up to a multiple of `grid` (1: as it is); [`NEVER`]
+/// stays never.
+#[inline]
+pub(crate) fn on_grid(tick: u64, grid: u64) -> u64 {
+    if grid <= 1 || tick >= NEVER {
+        return tick;
+    }
+    // `hashwheel::async_io`'s grid by a constant, which the compiler turns
+    // into a multiplication: this is a schedule path.
+    let up = if grid == 250 {
+        tick.div_ceil(250) * 250
+    } else {
+        tick.div_ceil(grid).saturating_mul(grid)
+    };
+    up.min(NEVER)
+}
+
 /// Which clock a timer reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Source {
@@ -78,22 +95,57 @@ impl Clock {
 
     /// The time by the clock, in microseconds since the timer's start,
     /// rounded down: what is due at or before it has passed.
-    #[inline]
     pub(crate) fn now_tick(&self) -> u64 {
-        micros_floor(self.now().saturating_duration_since(self.start))
+        let since = self.now().saturating_duration_since(self.start);
+        micros_floor(since).unwrap_or(u64::MAX)
     }
 
     /// `delay` from now, rounded up to the microsecond: [`tick_of`](Self::tick_of)
     /// of `now + delay`, with one `Instant` subtraction instead of an
     /// addition and a subtraction (this is the schedule and reset path).
-    /// A sum that overflows means [`NEVER`].
-    #[inline]
+    ///
+    /// A delay too long to keep (one that overflows, `Duration::MAX`, or
+    /// reaches [`NEVER`], over 146,000 years) is [`FAR_FUTURE`] from now,
+    /// as tokio's: on a paused runtime, auto-advance gets there as it gets
+    /// to tokio's, where "never" would leave a task that awaits it with
+    /// nothing else to wake it hanging for ever.
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
         let since = self.now().saturating_duration_since(self.start);
-        match since.checked_add(delay) {
-            Some(since) => micros_ceil(since).min(NEVER),
-            None => NEVER,
+        match since.checked_add(delay).and_then(micros_ceil) {
+            Some(tick) if tick < NEVER => tick,
+            _ => self.far_tick(since),
         }
+    }
+
+    /// The tick of now plus `delay`, rounded up to a multiple of `grid`
+    /// microseconds (1: not rounded), and that instant (to the nanosecond;
+    /// `None` if the sum overflows), from one clock reading: the tick
+    /// [`tick_of`](Self::tick_of) gives that instant, without its
+    /// subtraction, so [`NEVER`] past the wheel's range or on an overflow
+    /// (where [`tick_after`](Self::tick_after) puts a delay too long to
+    /// keep [`FAR_FUTURE`] out).
+    #[inline]
+    pub(crate) fn deadline_after(&self, delay: Duration, grid: u64) -> (u64, Option<Instant>) {
+        let now = self.now();
+        let Some(deadline) = now.checked_add(delay) else {
+            return (NEVER, None);
+        };
+        let since = now.saturating_duration_since(self.start);
+        let tick = match since.checked_add(delay) {
+            Some(since) => micros_ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
+            None => NEVER,
+        };
+        (on_grid(tick, grid), Some(deadline))
+    }
+
+    /// The tick [`FAR_FUTURE`] after `since` (the time since the start):
+    /// where a delay too long to keep goes.
+    #[cold]
+    pub(crate) fn far_tick(&self, since: Duration) -> u64 {
+        since
+            .checked_add(FAR_FUTURE)
+            .and_then(micros_ceil)
+            .map_or(NEVER, |tick| tick.min(NEVER))
     }
 
     /// `deadline`, rounded up to the microsecond.
@@ -102,7 +154,7 @@ impl Clock {
             None => 0,
             // Exact past 584 years too (where `u64` nanoseconds end): a
             // deadline saturated there would fire early.
-            Some(since) => micros_ceil(since).min(NEVER),
+            Some(since) => micros_ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
         }
     }
 
@@ -115,35 +167,34 @@ impl Clock {
     }
 }
 
-/// `d` in whole microseconds, rounded down; `u64::MAX` past that (585,000
-/// years).
+/// `d` in whole microseconds, rounded down; `None` past `u64::MAX` of them
+/// (585,000 years).
 #[inline]
-fn micros_floor(d: Duration) -> u64 {
+fn micros_floor(d: Duration) -> Option<u64> {
     d.as_secs()
-        .checked_mul(1_000_000)
-        .and_then(|us| us.checked_add(u64::from(d.subsec_micros())))
-        .unwrap_or(u64::MAX)
+        .checked_mul(1_000_000)?
+        .checked_add(u64::from(d.subsec_micros()))
 }
 
-/// `d` in microseconds, rounded up; `u64::MAX` past that.
+/// `d` in microseconds, rounded up; `None` past `u64::MAX` of them.
 #[inline]
-fn micros_ceil(d: Duration) -> u64 {
+fn micros_ceil(d: Duration) -> Option<u64> {
     let part = d.subsec_nanos().div_ceil(UNIT_NS as u32);
     d.as_secs()
-        .checked_mul(1_000_000)
-        .and_then(|us| us.checked_add(u64::from(part)))
-        .unwrap_or(u64::MAX)
+        .checked_mul(1_000_000)?
+        .checked_add(u64::from(part))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
     /// The conversions against the exact 128-bit arithmetic, at the edges
     /// of a microsecond, a second and the `u64` range.
     #[test]
     fn micros_round_as_division_does() {
-        let nanos = [0u64, 1, 999, 1_000, 1_001, 999_999_999, 1_000_000_000];
+        let nanos = [0u64, 1, 999, 1_000, 1_001, 999_999_999];
         let secs = [
             0u64,
             1,
@@ -154,12 +205,32 @@ mod tests {
         ];
         for &s in &secs {
             for &n in &nanos {
-                let d = Duration::new(s, 0) + Duration::from_nanos(n.min(999_999_999));
+                let d = Duration::new(s, n as u32);
                 let exact = d.as_nanos();
-                let floor = u64::try_from(exact / 1_000).unwrap_or(u64::MAX);
-                let ceil = u64::try_from(exact.div_ceil(1_000)).unwrap_or(u64::MAX);
-                assert_eq!(micros_floor(d), floor, "{d:?}");
-                assert_eq!(micros_ceil(d), ceil, "{d:?}");
+                assert_eq!(micros_floor(d), u64::try_from(exact / 1_000).ok(), "{d:?}");
+                assert_eq!(
+                    micros_ceil(d),
+                    u64::try_from(exact.div_ceil(1_000)).ok(),
+                    "{d:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn on_grid_rounds_up_to_a_multiple_and_keeps_never() {
+        assert_eq!(on_grid(0, 1_000), 0);
+        assert_eq!(on_grid(1, 1_000), 1_000);
+        assert_eq!(on_grid(1_000, 1_000), 1_000);
+        assert_eq!(on_grid(1_001, 1_000), 2_000);
+        assert_eq!(on_grid(1_234_567, 1), 1_234_567);
+        assert_eq!(on_grid(1_234_567, 0), 1_234_567);
+        assert_eq!(on_grid(NEVER, 1_000), NEVER);
+        assert_eq!(on_grid(NEVER - 1, 1_000), NEVER, "never past NEVER");
+        for grid in [250, 1_000, 7] {
+            for tick in [5u64, 999, 12_345_678, NEVER / 3] {
+                let up = on_grid(tick, grid);
+                assert!(up >= tick && up - tick < grid && up % grid == 0, "{tick}");
             }
         }
     }

@@ -375,7 +375,7 @@ impl Timeout {
     /// its old deadline comes due): the inline part; the rest is
     /// [`reset_slow`](Self::reset_slow).
     #[inline]
-    fn reset_tick(&mut self, tick: u64) {
+    pub(crate) fn reset_tick(&mut self, tick: u64) {
         let tick = tick.min(NEVER);
         let shard = &*self.shard;
         if self.kind() == REGISTERED && shard.deadlines.extend(self.key(), self.gen(), tick) {
