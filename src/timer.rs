@@ -1172,7 +1172,7 @@ impl Builder {
     /// buckets, 4 lists (16.5 bytes); of 2^19 or more, one (4.1 bytes). So
     /// a shard's wheel takes 33 KiB at the default 512 buckets and at most
     /// about 4.2 MiB (at 2^16, 2^18 and 2^20 buckets), on top of about
-    /// 19 KiB for the shard itself: 54 KiB a shard by default. Timeouts
+    /// 16 KiB for the shard itself: 51 KiB a shard by default. Timeouts
     /// take their own storage as they come (see [`capacity`](Builder::capacity)).
     ///
     /// # Examples
@@ -1273,10 +1273,10 @@ impl Builder {
     /// # Memory
     ///
     /// Every shard allocates its wheel and its own state at
-    /// [`build`](Builder::build), 54 KiB with the default wheel and up to
+    /// [`build`](Builder::build), 51 KiB with the default wheel and up to
     /// about 4.2 MiB with a large one (see [`wheel_size`](Builder::wheel_size)),
     /// and a timer allocates at most 64 MiB at build, all shards together,
-    /// holding nothing: about 1,200 shards of the default wheel, at least
+    /// holding nothing: about 1,270 shards of the default wheel, at least
     /// 15 of any. `build` fails past that with [`Error::is_invalid_config`],
     /// naming how many fit; the default is lowered to fit (64 CPUs' shards
     /// fit wheels of up to 8,192 buckets, and 15 fit any). A
