@@ -148,6 +148,50 @@ impl Clock {
             .map_or(NEVER, |tick| tick.min(NEVER))
     }
 
+    /// `instant` in nanoseconds from the start, negative before it,
+    /// saturating at `i64`'s range (292 years either way): how an
+    /// [`Interval`](crate::Interval) keeps its next tick, exact to the
+    /// nanosecond in 8 bytes, with the arithmetic of a tick in integers.
+    #[inline]
+    pub(crate) fn offset_of(&self, instant: Instant) -> i64 {
+        match instant.checked_duration_since(self.start) {
+            Some(after) => nanos_i64(after),
+            None => -nanos_i64(self.start.saturating_duration_since(instant)),
+        }
+    }
+
+    /// The time by the clock as an [`offset_of`](Self::offset_of) the
+    /// start (the clock never reads before it).
+    #[inline]
+    pub(crate) fn now_offset(&self) -> i64 {
+        nanos_i64(self.now().saturating_duration_since(self.start))
+    }
+
+    /// The instant `offset` nanoseconds from the start (see
+    /// [`offset_of`](Self::offset_of)).
+    #[inline]
+    pub(crate) fn instant_at(&self, offset: i64) -> Instant {
+        let d = Duration::from_nanos(offset.unsigned_abs());
+        let instant = if offset >= 0 {
+            self.start.checked_add(d)
+        } else {
+            self.start.checked_sub(d)
+        };
+        instant.unwrap_or_else(|| far_future(self.start))
+    }
+
+    /// The tick of the instant `offset` nanoseconds from the start:
+    /// [`tick_of`](Self::tick_of) of [`instant_at`](Self::instant_at), in
+    /// integers.
+    #[inline]
+    pub(crate) fn tick_at(offset: i64) -> u64 {
+        if offset <= 0 {
+            0
+        } else {
+            (offset as u64).div_ceil(UNIT_NS).min(NEVER)
+        }
+    }
+
     /// `deadline`, rounded up to the microsecond.
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         match deadline.checked_duration_since(self.start) {
@@ -165,6 +209,16 @@ impl Clock {
             .filter(|_| tick < NEVER)
             .unwrap_or_else(|| far_future(self.start))
     }
+}
+
+/// `d` in nanoseconds, saturating at `i64::MAX` (292 years).
+#[inline]
+fn nanos_i64(d: Duration) -> i64 {
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(u64::from(d.subsec_nanos())))
+        .and_then(|ns| i64::try_from(ns).ok())
+        .unwrap_or(i64::MAX)
 }
 
 /// `d` in whole microseconds, rounded down; `None` past `u64::MAX` of them
@@ -215,6 +269,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An offset and its instant convert both ways to the nanosecond,
+    /// before the start too, and its tick is the instant's.
+    #[test]
+    fn offsets_round_trip_and_tick_as_instants_do() {
+        #[cfg(feature = "thread")]
+        let source = Source::Std;
+        #[cfg(not(feature = "thread"))]
+        let source = Source::Tokio;
+        let clock = Clock::new(source, 1_000);
+        for ns in [
+            -5_000_000_001i64,
+            -1_000,
+            -1,
+            0,
+            1,
+            999,
+            1_000,
+            1_001,
+            86_400_000_000_007,
+        ] {
+            let instant = clock.instant_at(ns);
+            assert_eq!(clock.offset_of(instant), ns);
+            assert_eq!(Clock::tick_at(ns), clock.tick_of(instant), "{ns} ns");
+        }
+        assert!(clock.now_offset() >= 0);
     }
 
     #[test]

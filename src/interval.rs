@@ -9,16 +9,14 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use crate::deadlines::{Deadlines, FAR, UNTAKEN};
+use crate::clock::{Clock, FAR_FUTURE};
+use crate::deadlines::{Deadlines, UNTAKEN};
 use crate::error::{Error, StopReason};
-use crate::shard::far_future;
 use crate::timeout::Timeout;
 
-/// How late a tick may complete and still count as on time, on top of one
-/// timer tick (with a coarse tick a timeout fires on the tick's grid, so one
-/// that fires on time may already be up to one tick past its nominal
-/// instant). tokio uses the same 5 ms.
-const TOLERANCE: Duration = Duration::from_millis(5);
+/// How late a tick may complete and still count as on time: tokio's 5 ms
+/// (see [`tolerance`]).
+const TOLERANCE_NS: i64 = 5_000_000;
 
 /// A stream of ticks, one every `period`, from
 /// [`Timer::interval`](crate::Timer::interval) and
@@ -41,8 +39,9 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// When ticks are missed (the task polling the interval was busy, or the
 /// runtime stalled), [`MissedTickBehavior`] decides what happens next; the
 /// default is [`Burst`](MissedTickBehavior::Burst), as in tokio. A tick
-/// counts as missed when it completes more than 5 ms plus one timer tick
-/// after its instant.
+/// counts as missed when it completes more than 5 ms after its instant, as
+/// in tokio; on a timer of a tick over 1 ms, 5 ms plus what the tick has
+/// over 1 ms (a timeout on time may fire up to a tick late).
 ///
 /// # Timer stopped
 ///
@@ -95,31 +94,71 @@ pub struct Interval {
     /// whose waker would wake the same task registers nothing and takes no
     /// lock.
     waker: Option<Waker>,
-    /// The nominal instant of the next tick; the entry waits for it.
-    next: Instant,
-    /// The period and the flags, in 16 bytes (see [`Schedule`]).
+    /// The nominal instant of the next tick (the entry waits for it), in
+    /// nanoseconds from the timer's start (see
+    /// [`Clock::offset_of`](crate::clock::Clock::offset_of)): exact, in 8
+    /// bytes, and a tick's arithmetic in integers.
+    next: i64,
+    /// The period and the flags, in 8 bytes (see [`Schedule`]).
     schedule: Schedule,
 }
 
-/// An [`Interval`]'s period, its missed-tick behaviour and whether its
-/// next tick is due already, packed: a `Duration` has 4 bytes of padding,
-/// which the two flags take, and the interval lives in its task's future,
-/// which every beat touches (64 bytes in all).
+/// An [`Interval`]'s period in nanoseconds (30 years at most, as tokio
+/// caps it: 60 bits), its missed-tick behaviour and whether its next tick
+/// is due already, in one word: the interval lives in its task's future,
+/// which every beat touches (48 bytes in all).
 #[derive(Clone, Copy)]
-struct Schedule {
-    secs: u64,
-    nanos: u32,
-    behavior: MissedTickBehavior,
-    /// The next tick is due by a clock reading already taken: it completes
-    /// at once, without waiting for the driver (missed ticks in a burst,
-    /// a reset to a past instant).
-    due_now: bool,
-}
+struct Schedule(u64);
+
+/// [`Schedule`]: the period.
+const PERIOD: u64 = (1 << 60) - 1;
+/// [`Schedule`]: where the [`MissedTickBehavior`] is (two bits).
+const BEHAVIOR_SHIFT: u32 = 60;
+/// [`Schedule`]: the next tick is due by a clock reading already taken: it
+/// completes at once, without waiting for the driver (missed ticks in a
+/// burst, a reset to a past instant).
+const DUE_NOW: u64 = 1 << 63;
 
 impl Schedule {
+    fn new(period: Duration) -> Schedule {
+        let ns = period.min(FAR_FUTURE).as_nanos() as u64;
+        Schedule(ns & PERIOD)
+    }
+
     #[inline]
-    fn period(self) -> Duration {
-        Duration::new(self.secs, self.nanos)
+    fn period(self) -> i64 {
+        (self.0 & PERIOD) as i64
+    }
+
+    fn behavior(self) -> MissedTickBehavior {
+        match (self.0 >> BEHAVIOR_SHIFT) & 0b11 {
+            0 => MissedTickBehavior::Burst,
+            1 => MissedTickBehavior::Delay,
+            _ => MissedTickBehavior::Skip,
+        }
+    }
+
+    fn set_behavior(&mut self, behavior: MissedTickBehavior) {
+        let bits: u64 = match behavior {
+            MissedTickBehavior::Burst => 0,
+            MissedTickBehavior::Delay => 1,
+            MissedTickBehavior::Skip => 2,
+        };
+        self.0 = (self.0 & !(0b11 << BEHAVIOR_SHIFT)) | bits << BEHAVIOR_SHIFT;
+    }
+
+    #[inline]
+    fn due_now(self) -> bool {
+        self.0 & DUE_NOW != 0
+    }
+
+    #[inline]
+    fn set_due_now(&mut self, due: bool) {
+        self.0 = if due {
+            self.0 | DUE_NOW
+        } else {
+            self.0 & !DUE_NOW
+        };
     }
 }
 
@@ -171,17 +210,15 @@ pub enum MissedTickBehavior {
 }
 
 impl MissedTickBehavior {
-    /// The instant of the tick after one that was due at `due` but
-    /// completed late, at `now`.
-    fn next(self, due: Instant, now: Instant, period: Duration) -> Instant {
+    /// The tick after one that was due at `due` but completed late, at
+    /// `now` (nanoseconds from the timer's start, as `period`).
+    fn next(self, due: i64, now: i64, period: i64) -> i64 {
         match self {
-            MissedTickBehavior::Burst => add(due, period),
-            MissedTickBehavior::Delay => add(now, period),
+            MissedTickBehavior::Burst => due.saturating_add(period),
+            MissedTickBehavior::Delay => now.saturating_add(period),
             MissedTickBehavior::Skip => {
-                let late = nanos(now - due);
-                let period_ns = nanos(period);
-                let into_period = Duration::from_nanos(late % period_ns);
-                add(now, period - into_period)
+                let late = now.saturating_sub(due).max(0);
+                now.saturating_add(period - late % period.max(1))
             }
         }
     }
@@ -189,18 +226,14 @@ impl MissedTickBehavior {
 
 impl Interval {
     /// An interval on `timeout`, whose deadline is `start`, ticking every
-    /// `period`.
+    /// `period` (30 years at most, as tokio's).
     pub(crate) fn new(timeout: Timeout, start: Instant, period: Duration) -> Interval {
+        let next = timeout.clock().offset_of(start);
         Interval {
             timeout,
             waker: None,
-            next: start,
-            schedule: Schedule {
-                secs: period.as_secs(),
-                nanos: period.subsec_nanos(),
-                behavior: MissedTickBehavior::default(),
-                due_now: false,
-            },
+            next,
+            schedule: Schedule::new(period),
         }
     }
 
@@ -287,8 +320,8 @@ impl Interval {
         if self.timeout.is_stopped() {
             return Poll::Ready(None);
         }
-        if self.schedule.due_now {
-            self.schedule.due_now = false;
+        if self.schedule.due_now() {
+            self.schedule.set_due_now(false);
             return Poll::Ready(Some(self.take(None)));
         }
         if !self.timeout.is_registered() {
@@ -307,13 +340,13 @@ impl Interval {
         let due = self.next;
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
-        let now = self.timeout.now();
-        let next = add(due, self.schedule.period());
-        if next > now && now <= add(due, self.tolerance()) {
-            let after = self.after_on_time(word, next);
-            if Deadlines::take_beat_at(slot, word, after) {
+        let clock = self.timeout.clock();
+        let now = clock.now_offset();
+        let next = due.saturating_add(self.schedule.period());
+        if next > now && now <= due.saturating_add(self.tolerance()) {
+            if Deadlines::take_beat_at(slot, word, self.after(next)) {
                 self.next = next;
-                return Poll::Ready(Some(due));
+                return Poll::Ready(Some(clock.instant_at(due)));
             }
         }
         Poll::Ready(Some(self.take(Some(word))))
@@ -350,12 +383,14 @@ impl Interval {
     #[cold]
     #[inline(never)]
     fn register(&mut self, cx: &mut Context<'_>) -> Option<Option<Instant>> {
-        if self.timeout.now() >= self.next {
+        if self.timeout.clock().now_offset() >= self.next {
             return Some(Some(self.take(None)));
         }
         let waker = cx.waker().clone();
-        let after = self.after(self.next);
-        if !self.timeout.register_beat(waker.clone(), after) {
+        if !self
+            .timeout
+            .register_beat(waker.clone(), self.after(self.next))
+        {
             return Some(None);
         }
         self.waker = Some(waker);
@@ -382,9 +417,9 @@ impl Interval {
         let due = self.next;
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
-        let now = self.timeout.now();
-        let on_time = add(due, self.schedule.period());
-        let next = if now > add(due, self.tolerance()) {
+        let now = self.timeout.clock().now_offset();
+        let on_time = due.saturating_add(self.schedule.period());
+        let next = if now > due.saturating_add(self.tolerance()) {
             self.missed(due, now)
         } else {
             on_time
@@ -394,69 +429,47 @@ impl Interval {
             // The driver re-armed the entry for `next` as it fired; leave
             // it the tick after, unless it fired again meanwhile (stalled:
             // not re-armed).
-            if next == on_time && next > now {
-                let after = self.after_on_time(word, next);
-                if self.timeout.take_beat(word, after) {
-                    return due;
-                }
+            if next == on_time && next > now && self.timeout.take_beat(word, self.after(next)) {
+                return self.timeout.clock().instant_at(due);
             }
         }
         self.rearm(next, now);
-        due
+        self.timeout.clock().instant_at(due)
     }
 
     /// The tick after one due at `due` that came late, at `now`, by the
     /// missed-tick behaviour.
     #[cold]
     #[inline(never)]
-    fn missed(&self, due: Instant, now: Instant) -> Instant {
+    fn missed(&self, due: i64, now: i64) -> i64 {
         tracing::trace!(
-            late = ?(now - due),
-            behavior = ?self.schedule.behavior,
+            late_ns = now - due,
+            behavior = ?self.schedule.behavior(),
             "hashwheel: interval missed a tick"
         );
         let schedule = self.schedule;
-        schedule.behavior.next(due, now, schedule.period())
+        schedule.behavior().next(due, now, schedule.period())
     }
 
-    /// How late a tick may be and still count as on time.
+    /// How late a tick may be and still count as on time, in nanoseconds
+    /// (see [`tolerance`]).
     #[inline]
-    fn tolerance(&self) -> Duration {
-        Duration::from_micros(self.timeout.tick_us() + TOLERANCE.as_micros() as u64)
+    fn tolerance(&self) -> i64 {
+        tolerance(self.timeout.tick_us())
     }
 
     /// The tick the driver re-arms the entry at once the tick at `next`
-    /// fires.
-    fn after(&self, next: Instant) -> u64 {
-        self.timeout.tick_of(add(next, self.schedule.period()))
-    }
-
-    /// [`after`](Self::after) for `next`, the tick after an on-time one,
-    /// from the interval's `word`: its re-arm tick is that of `next` (every
-    /// write of the word leaves `after` of the handle's next tick), so the
-    /// one after is a period later, when the period is a whole number of
-    /// the timer's microseconds and that tick is past the timer's start
-    /// (`tick_of` clamps earlier deadlines to 0) and short of the word's
-    /// range.
+    /// fires: a period later's.
     #[inline]
-    fn after_on_time(&self, word: u64, next: Instant) -> u64 {
-        let last = word & FAR;
-        match whole_micros(self.schedule.period()) {
-            Some(period) if period > 0 && last > 0 && period < FAR - last => {
-                debug_assert_eq!(last + period, self.after(next), "re-arm tick by sum");
-                last + period
-            }
-            _ => self.after(next),
-        }
+    fn after(&self, next: i64) -> u64 {
+        Clock::tick_at(next.saturating_add(self.schedule.period()))
     }
 
     /// Moves the entry to `next` under the lock, clearing what the driver
     /// left in the word (an untaken tick that this consumes, a stall); a
     /// `next` already past by `now` completes without the driver.
     #[inline(never)]
-    fn rearm(&mut self, next: Instant, now: Instant) {
-        let tick = self.timeout.tick_of(next);
-        let after = self.after(next);
+    fn rearm(&mut self, next: i64, now: i64) {
         // The entry gives its waker up when a re-arm tick too far for the
         // word fires it: a clone of the handle's goes back (cloned without
         // the lock).
@@ -465,8 +478,9 @@ impl Interval {
         } else {
             None
         };
-        self.timeout.rearm_beat(tick, after, waker);
-        self.schedule.due_now = next <= now;
+        self.timeout
+            .rearm_beat(Clock::tick_at(next), self.after(next), waker);
+        self.schedule.set_due_now(next <= now);
     }
 
     /// Restarts the schedule: the next tick is one period from now.
@@ -489,7 +503,8 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_at(add(self.timeout.now(), self.schedule.period()));
+        let now = self.timeout.clock().now_offset();
+        self.reset_to(now.saturating_add(self.schedule.period()), now);
     }
 
     /// Restarts the schedule with a tick due now: the next
@@ -512,7 +527,8 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset_immediately(&mut self) {
-        self.reset_at(self.timeout.now());
+        let now = self.timeout.clock().now_offset();
+        self.reset_to(now, now);
     }
 
     /// Restarts the schedule with the next tick `after` from now.
@@ -535,7 +551,9 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
-        self.reset_at(add(self.timeout.now(), after));
+        let now = self.timeout.clock().now_offset();
+        let after = i64::try_from(after.min(FAR_FUTURE).as_nanos()).unwrap_or(i64::MAX);
+        self.reset_to(now.saturating_add(after), now);
     }
 
     /// Restarts the schedule with the next tick at `deadline`, in O(1).
@@ -556,10 +574,17 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset_at(&mut self, deadline: impl Into<Instant>) {
-        let deadline = deadline.into();
-        self.next = deadline;
-        let now = self.timeout.now();
-        self.rearm(deadline, now);
+        let clock = self.timeout.clock();
+        let next = clock.offset_of(deadline.into());
+        let now = clock.now_offset();
+        self.reset_to(next, now);
+    }
+
+    /// Restarts the schedule at `next`, at `now` (both offsets from the
+    /// timer's start).
+    fn reset_to(&mut self, next: i64, now: i64) {
+        self.next = next;
+        self.rearm(next, now);
     }
 
     /// The period between ticks.
@@ -577,7 +602,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn period(&self) -> Duration {
-        self.schedule.period()
+        Duration::from_nanos(self.schedule.period() as u64)
     }
 
     /// What the interval does after missed ticks; see
@@ -597,7 +622,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
-        self.schedule.behavior
+        self.schedule.behavior()
     }
 
     /// Sets what the interval does after missed ticks; see
@@ -618,7 +643,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
-        self.schedule.behavior = behavior;
+        self.schedule.set_behavior(behavior);
     }
 }
 
@@ -633,33 +658,19 @@ impl Stream for Interval {
 impl fmt::Debug for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Interval")
-            .field("next", &self.next)
-            .field("period", &self.schedule.period())
-            .field("missed_tick_behavior", &self.schedule.behavior)
+            .field("next", &self.timeout.clock().instant_at(self.next))
+            .field("period", &self.period())
+            .field("missed_tick_behavior", &self.schedule.behavior())
             .finish_non_exhaustive()
     }
 }
 
-/// `instant + d`, or "never" (about 30 years out) on overflow.
-fn add(instant: Instant, d: Duration) -> Instant {
-    instant
-        .checked_add(d)
-        .unwrap_or_else(|| far_future(instant))
-}
-
-/// `d` in whole microseconds (the timer's unit), if it is a whole number
-/// of them and fits a `u64`.
-#[inline]
-fn whole_micros(d: Duration) -> Option<u64> {
-    if d.subsec_nanos() % 1_000 != 0 {
-        return None;
-    }
-    d.as_secs()
-        .checked_mul(1_000_000)?
-        .checked_add(u64::from(d.subsec_micros()))
-}
-
-/// Whole nanoseconds, saturating; at least 1 so it can divide.
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+/// How late a tick may complete and still count as on time, in
+/// nanoseconds, on a timer of a tick of `tick_us` microseconds: tokio's
+/// 5 ms, and with a tick over 1 ms, what it adds to the lateness of the
+/// runtime's 1 ms (a timeout on time may then fire up to a tick after its
+/// deadline, where tokio's fires within a millisecond).
+fn tolerance(tick_us: u64) -> i64 {
+    let extra_us = tick_us.saturating_sub(1_000);
+    TOLERANCE_NS.saturating_add(i64::try_from(extra_us.saturating_mul(1_000)).unwrap_or(i64::MAX))
 }

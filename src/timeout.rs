@@ -459,15 +459,16 @@ impl Timeout {
         self.shard.common.tick_of(deadline)
     }
 
+    /// The timer's clock.
+    #[inline]
+    pub(crate) fn clock(&self) -> &crate::clock::Clock {
+        &self.shard.common.clock
+    }
+
     /// The timer's tick in microseconds, as it is kept.
     #[inline]
     pub(crate) fn tick_us(&self) -> u64 {
         self.shard.common.clock.tick_us
-    }
-
-    /// The time by the timer's clock.
-    pub(crate) fn now(&self) -> Instant {
-        self.shard.common.now()
     }
 
     /// Whether the timeout completed and its poll says so without the
