@@ -116,15 +116,21 @@ pub mod error {
 const NO_RUNTIME: &str = "hashwheel::time: there is no reactor running, \
                           must be called from the context of a Tokio 1.x runtime";
 
-/// `duration` from now, or tokio's "far future" (about 30 years, where its
-/// `sleep` and `timeout` put a deadline too far to add to now, so that under
-/// paused time the runtime auto-advances to it rather than waiting for ever)
-/// if that overflows, as tokio computes its deadlines.
+/// tokio's `safe_delay` (tokio 1.54, `time/mod.rs`): a duration capped at
+/// about 30 years ([`FAR_FUTURE`], tokio's figure), which tokio applies to
+/// the duration of every [`sleep`], to an interval's period and to
+/// `Interval::reset_after`, so that their deadlines are always instants
+/// (and, under paused time, the runtime auto-advances to them rather than
+/// waiting for ever). Its `timeout` is not capped: see [`timeout`].
+fn safe_delay(duration: Duration) -> Duration {
+    duration.min(FAR_FUTURE)
+}
+
+/// tokio's `sleep` deadline for a duration past [`FAR_FUTURE`]: now plus
+/// [`safe_delay`] of it, about 30 years out, to the nanosecond.
 #[cold]
-fn deadline_after(duration: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(duration)
-        .unwrap_or_else(|| Instant::from_std(far_future(now.into_std())))
+fn capped_deadline() -> Instant {
+    Instant::from_std(far_future(Instant::now().into_std()))
 }
 
 /// Each runtime's default timer, by runtime id. Few entries: one per live
@@ -307,8 +313,10 @@ impl Timer {
 /// Waits until `duration` has elapsed: [`tokio::time::sleep`] on the
 /// current runtime's default [`Timer`].
 ///
-/// The deadline is kept to the microsecond and never fires early; a
-/// duration too large to add to now sleeps about 30 years, as tokio's.
+/// The deadline is now plus `duration`, capped at about 30 years (tokio's
+/// `safe_delay`: 86,400 × 365 × 30 seconds), to the nanosecond as tokio's
+/// [`Sleep::deadline`] reports it; the timer keeps it to the microsecond
+/// and never fires early.
 ///
 /// # Panics
 ///
@@ -329,11 +337,12 @@ impl Timer {
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
     if duration > FAR_FUTURE {
-        return sleep_until(deadline_after(duration));
+        return sleep_until(capped_deadline());
     }
     with_current(|timer| match timer.sleep_exact(duration) {
         (timeout, Some(deadline)) => Sleep::new(timeout, Instant::from_std(deadline)),
-        (timeout, None) => Sleep::new(timeout, deadline_after(duration)),
+        // Now plus at most 30 years overflowed: tokio panics here too.
+        (_, None) => panic!("overflow when adding duration to instant"),
     })
 }
 
@@ -365,6 +374,10 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// on the current runtime's default [`Timer`]. The future is polled first,
 /// so one that is ready at the deadline still completes with `Ok`.
 ///
+/// As tokio's, the duration is not capped at 30 years (unlike [`sleep`]'s):
+/// the deadline is now plus `duration`, and a duration too long to add to
+/// now (`Duration::MAX`) never elapses.
+///
 /// # Panics
 ///
 /// Outside a tokio runtime, or on a runtime without a time driver.
@@ -385,7 +398,12 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
     let future = future.into_future();
     if duration > FAR_FUTURE {
-        return timeout_at(deadline_after(duration), future);
+        return match Instant::now().checked_add(duration) {
+            Some(deadline) => timeout_at(deadline, future),
+            // tokio's has no deadline then; the timer's "never" arms
+            // nothing (a delay whose deadline overflows never fires).
+            None => with_current(|timer| timer.timeout(Duration::MAX, future)),
+        };
     }
     with_current(|timer| timer.timeout(duration, future))
 }
@@ -418,6 +436,8 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 
 /// An [`Interval`] that ticks at once, then every `period`:
 /// [`tokio::time::interval`] on the current runtime's default [`Timer`].
+/// A period over about 30 years is capped there, as tokio's (its
+/// [`period`](Interval::period) says so).
 ///
 /// # Panics
 ///
@@ -440,11 +460,13 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 /// ```
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
-    Interval(with_current(|timer| timer.interval(period)))
+    Interval(with_current(|timer| timer.interval(safe_delay(period))))
 }
 
 /// An [`Interval`] that ticks first at `start`, then every `period`:
 /// [`tokio::time::interval_at`] on the current runtime's default [`Timer`].
+/// A period over about 30 years is capped there, as tokio's; `start` is
+/// not.
 ///
 /// # Panics
 ///
@@ -465,7 +487,9 @@ pub fn interval(period: Duration) -> Interval {
 /// ```
 #[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
-    Interval(with_current(|timer| timer.interval_at(start, period)))
+    Interval(with_current(|timer| {
+        timer.interval_at(start, safe_delay(period))
+    }))
 }
 
 /// The stream of [`interval`] and [`interval_at`]: tokio's `Interval`, on a
@@ -514,9 +538,10 @@ impl Interval {
         self.0.reset_immediately();
     }
 
-    /// The next tick `after` from now: see [`crate::Interval::reset_after`].
+    /// The next tick `after` from now, capped at about 30 years as tokio's:
+    /// see [`crate::Interval::reset_after`].
     pub fn reset_after(&mut self, after: Duration) {
-        self.0.reset_after(after);
+        self.0.reset_after(safe_delay(after));
     }
 
     /// The next tick at `deadline`: see [`crate::Interval::reset_at`].
