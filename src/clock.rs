@@ -58,7 +58,7 @@ pub(crate) struct Clock {
     /// rounding of its own to the runtime's 1 ms.
     ticks: Ticks,
     /// The tick in microseconds: the width of a bucket and, above 1 ms, the
-    /// grid the alarm rings on (batching).
+    /// unit the driver batches by (see `alarm`).
     pub(crate) tick_us: u64,
 }
 

@@ -9,9 +9,9 @@
 //! alarm for the next tick with work; with nothing pending it leaves it
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
 //! it earlier itself (see [`Common::note_deadline`]). Two spare runtime
-//! timers, one and two milliseconds (or ticks, where the tick is coarser)
-//! after the alarm, keep that re-arm from unparking the runtime's driver
-//! (see `alarm/runtime.rs`).
+//! timers, one and two turns of the driver's grid (a millisecond, or the
+//! whole milliseconds of a coarser tick) after the alarm, keep that re-arm
+//! from unparking the runtime's driver (see `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's
 //! [`crate::TaskExecutor`] (see `executor.rs`): spawned as

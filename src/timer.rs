@@ -202,8 +202,8 @@ impl Timer {
     /// The deadline is kept to the microsecond: the timeout never completes
     /// early, and on a light load completes when a `tokio::time::Sleep` with
     /// the same deadline would (the runtime's timer has a 1 ms resolution),
-    /// or, with a [tick](Builder::tick) over 1 ms, at the next multiple of
-    /// the tick (under load, up to a tick later):
+    /// or, with a [tick](Builder::tick) over 1 ms, at most a tick after its
+    /// deadline, batched with others (under load, up to a tick later):
     /// see [Lateness](crate#lateness) for the figures on the real clock.
     /// A zero `delay` completes on the first poll. A `delay` so long that
     /// the deadline overflows means "never".
@@ -1079,10 +1079,15 @@ impl Builder {
     /// default 1 ms (the runtime timer's own resolution) the timer adds no
     /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
     /// deadline would, under load too. A coarser tick batches: the driver
-    /// turns at most once per tick, on multiples of the tick since the
-    /// timer was built, so a timeout fires at the first of them at or after
-    /// its deadline (at most one tick late), and far fewer wake-ups serve
-    /// many timeouts: the knob that trades lateness for CPU. On W9
+    /// turns at most once per tick, a timeout fires at most one tick late
+    /// (never early), and far fewer wake-ups serve many timeouts: the knob
+    /// that trades lateness for CPU. A thread-driven timer turns on
+    /// multiples of the tick since it was built. A runtime's timer rings
+    /// only on its own whole milliseconds (counted from the runtime's
+    /// start), so a timer driven by one turns on those, once per whole
+    /// millisecond of the tick: a 2 or 2.5 ms tick every 2 ms, a 1.5 ms
+    /// tick every millisecond as a 1 ms tick does (a turn every 1.5 ms
+    /// could not keep every timeout within 1.5 ms of its deadline). On W9
     /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
     /// less often and costs 0.6–0.9× `tokio::time`'s CPU at 10,000 and
     /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),

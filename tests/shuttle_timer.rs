@@ -385,8 +385,8 @@ const T_CANCELLED: u8 = 2;
 
 /// `alarm::runtime::RuntimeAlarm`: the tick it is armed for. Its `Sleep`'s registration in
 /// the runtime is [`Common::registered`]. The alarm's two spare `Sleep`s
-/// (moved to one and two runtime milliseconds, or ticks where the tick is
-/// coarser, after the alarm on each re-arm after a turn) are not modelled:
+/// (moved to one and two turns of the driver's grid, the tick's whole
+/// milliseconds, after the alarm on each re-arm after a turn) are not modelled:
 /// they are never polled, so they hold no waker and ring nothing; they only
 /// change whether the runtime unparks its own driver, which this model does
 /// not have.

@@ -486,7 +486,10 @@ async fn interval_periods_and_resets_are_capped_as_tokios() {
     assert_eq!(ours.period(), CAP);
     let start = tokio::time::Instant::now() + Duration::from_millis(1);
     let ours = hashwheel::time::interval_at(start, long);
-    assert_eq!(ours.period(), tokio::time::interval_at(start, long).period());
+    assert_eq!(
+        ours.period(),
+        tokio::time::interval_at(start, long).period()
+    );
 
     let mut ours = hashwheel::time::interval(Duration::from_millis(1));
     let mut theirs = tokio::time::interval(Duration::from_millis(1));

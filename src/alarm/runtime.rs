@@ -3,16 +3,29 @@
 //! the driver while it processes its timers, and the wakes the driver makes
 //! there are batched with the runtime's (see `driver.rs`).
 //!
-//! Two spare runtime timers, one and two runtime milliseconds (or ticks,
-//! where the tick is coarser) after the alarm, keep the driver's re-arm
-//! from unparking the runtime (see [`RuntimeAlarm::arm`]).
+//! Two spare runtime timers, one and two turns of the driver's grid after
+//! the alarm, keep the driver's re-arm from unparking the runtime (see
+//! [`RuntimeAlarm::arm`]).
+//!
+//! # A tick over a millisecond
+//!
+//! The runtime's timer rings on whole milliseconds counted from its own
+//! start, rounding each instant up, and nothing tells us where that start
+//! lies within our timer's millisecond. A coarser tick batches on the
+//! runtime's milliseconds, not on multiples of the tick: the driver turns
+//! at most once per [`grid_us`] (the tick's whole milliseconds), and a
+//! timeout fires at most that late, from any start and for any tick (see
+//! [`alarm_tick`]). Rounding multiples of the tick since our start up to
+//! the runtime's millisecond made a ring up to a tick and a millisecond
+//! late (a 1.5 ms tick: 1.9 ms; a 2 ms tick on a timer built half a
+//! millisecond into its runtime: 2.9 ms).
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -35,11 +48,11 @@ pub(crate) struct RuntimeAlarm {
 /// The runtime timers of a started driver, and the waker they call.
 struct Armed {
     sleep: Pin<Box<Sleep>>,
-    /// Two more runtime timers, registered one and two runtime milliseconds
-    /// (or ticks, see [`spare_gap`]) after the alarm whenever the driver
-    /// re-arms it after a turn, and never polled: they wake nothing. They
-    /// only keep the runtime's next wake-up at or before the driver's next
-    /// re-arm (see [`RuntimeAlarm::arm`]).
+    /// Two more runtime timers, registered one and two turns of the grid
+    /// (see [`grid_us`]) after the alarm whenever the driver re-arms it
+    /// after a turn, and never polled: they wake nothing. They only keep
+    /// the runtime's next wake-up at or before the driver's next re-arm
+    /// (see [`RuntimeAlarm::arm`]).
     spares: [Pin<Box<Sleep>>; SPARES],
     /// Whether the spares are registered with the runtime's timer (reset
     /// since they were last replaced).
@@ -50,16 +63,18 @@ struct Armed {
     handle: Handle,
     /// The tick the alarm is armed for; `u64::MAX` when disarmed.
     armed: u64,
+    /// The clock's reading (`now`) at the driver's last re-arm: work due
+    /// after it rings no sooner than a turn of the grid after that turn
+    /// (see [`alarm_tick`]).
+    turned: u64,
     /// Counts the timer among its runtime's live ones while the alarm
     /// exists: until the timer stops or its last handle goes.
     _live: LiveTimer,
 }
 
-/// How far apart the alarm and its spares are registered, at least: the
-/// runtime's timer resolution (see [`Armed::spares`]). A coarser tick
-/// spaces them by the tick, the least time to the next re-arm on its grid
-/// (see [`spare_gap`]).
-const SPARE_AFTER: Duration = Duration::from_millis(1);
+/// The runtime timer's resolution, in the clock's microseconds: it rings
+/// on whole milliseconds since the runtime's start.
+const RUNTIME_MS_US: u64 = 1_000;
 /// The spares of an alarm: one for a turn on time, a second for a turn a
 /// whole runtime millisecond late (see [`RuntimeAlarm::arm`]).
 const SPARES: usize = 2;
@@ -141,6 +156,7 @@ impl RuntimeAlarm {
             waker,
             handle: handle.clone(),
             armed: u64::MAX,
+            turned: 0,
             _live: LiveTimer::new(handle.id()),
         });
     }
@@ -166,9 +182,10 @@ impl RuntimeAlarm {
     /// runtime's.
     ///
     /// The driver's re-arm (`force`) also moves the alarm's spares, two
-    /// `Sleep`s that are never polled, to one and two runtime milliseconds
-    /// (or ticks, where the tick is coarser: [`spare_gap`]) after the
-    /// alarm: the runtime computes its next wake-up before it
+    /// `Sleep`s that are never polled, to one and two turns of the grid
+    /// ([`grid_us`]: a runtime millisecond, or the tick's whole
+    /// milliseconds) after the alarm: the runtime computes its next
+    /// wake-up before it
     /// calls the alarm's waker, and a registration earlier than that
     /// wake-up unparks its driver (an eventfd write, on every turn without
     /// the spares). The second spare is for a turn that runs a whole
@@ -185,11 +202,21 @@ impl RuntimeAlarm {
     /// paused one does not auto-advance its clock to a spare (tokio leaves
     /// it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
+        self.set(clock, tick, force, None)
+    }
+
+    /// [`arm`](Self::arm), and for the driver's re-arm after a turn at
+    /// `turned` (`Some`), notes that turn: the next rings no sooner than a
+    /// turn of the grid after it.
+    fn set(&self, clock: &Clock, tick: u64, force: bool, turned: Option<u64>) -> bool {
         let (set, wake) = {
             let mut guard = lock(&self.armed);
             let Some(alarm) = guard.as_mut() else {
                 return false; // stopped: the runtime may be shutting down
             };
+            if let Some(now) = turned {
+                alarm.turned = now;
+            }
             if !force && tick >= alarm.armed {
                 return false;
             }
@@ -215,7 +242,7 @@ impl RuntimeAlarm {
                 }
                 return false;
             }
-            let instant = alarm_instant(clock, tick);
+            let instant = clock.instant_of(alarm_tick(clock.tick_us, tick, alarm.turned));
             let Armed { sleep, waker, .. } = alarm;
             // An insert already due (registered after its deadline) turns
             // now rather than at the runtime's next millisecond. The driver's
@@ -251,8 +278,11 @@ impl RuntimeAlarm {
                 // millisecond late), keep that wake-up at or before it.
                 // Moving them later is an atomic store each (no lock, no
                 // unpark); they wake nothing when they ring, so they can
-                // never turn the wheels nor fire anything early.
-                let gap = spare_gap(clock);
+                // never turn the wheels nor fire anything early. A turn of
+                // the grid after the alarm's instant is the runtime's
+                // millisecond a turn of the grid after the alarm's, which
+                // is where the next re-arm rings at the soonest.
+                let gap = Duration::from_micros(grid_us(clock.tick_us));
                 let mut at = instant;
                 for spare in &mut alarm.spares {
                     at += gap;
@@ -278,11 +308,11 @@ impl RuntimeAlarm {
 
     /// See [`Alarm::rearm`](super::Alarm::rearm): the alarm rings at the
     /// next deadline itself, at once; the runtime's timer rounds it up to
-    /// its millisecond (and a tick over 1 ms batches on its own grid, see
-    /// [`alarm_instant`]).
-    pub(crate) fn rearm(&self, clock: &Clock, _now: u64, target: u64) -> Rearmed {
+    /// its millisecond (and a tick over 1 ms batches on the runtime's
+    /// milliseconds, see [`alarm_tick`]).
+    pub(crate) fn rearm(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
         Rearmed {
-            set: self.arm(clock, target, true),
+            set: self.set(clock, target, true, Some(now)),
             soonest: 0,
         }
     }
@@ -303,32 +333,60 @@ impl RuntimeAlarm {
     }
 }
 
-/// How far after the alarm its spares go, one after the other: the
-/// earliest the next re-arm can come, a runtime millisecond, or a tick
-/// where the tick is coarser (the alarm then rings on the tick's grid, see
-/// [`alarm_instant`]). A spare closer than the next re-arm would wake the
-/// runtime for nothing: with a spare a millisecond out, a timer of a 2 ms
-/// tick woke its runtime every millisecond, as many parks as a 1 ms tick.
-fn spare_gap(clock: &Clock) -> Duration {
-    SPARE_AFTER.max(Duration::from_micros(clock.tick_us))
-}
-
 /// An instant the runtime's timer never reaches: the deadline of a `Sleep`
 /// that is made but not registered.
 fn never(clock: &Clock) -> tokio::time::Instant {
     tokio::time::Instant::from_std(far_future(clock.now()))
 }
 
-/// The instant the alarm rings for work due at `tick`: that very instant
-/// for a tick of 1 ms (the runtime's own timer rounds it up to its
-/// millisecond, as for a `tokio::time::Sleep` at the same deadline), else
-/// the next multiple of the tick since the start, so that a coarser tick
-/// batches expiries (at most one turn per tick).
-fn alarm_instant(clock: &Clock, tick: u64) -> Instant {
-    if clock.tick_us <= 1_000 {
-        clock.instant_of(tick)
-    } else {
-        let tick_us = clock.tick_us;
-        clock.instant_of(tick.div_ceil(tick_us).saturating_mul(tick_us))
+/// The driver's grid on a runtime, in microseconds: the whole
+/// milliseconds of the tick (a 1 ms tick, and any under 2 ms: one; 2 and
+/// 2.5 ms: two). The runtime's timer rings only on its milliseconds, so
+/// turns a tick apart could not keep every timeout within a tick of its
+/// deadline: the longest gap between two rings must fit in the tick.
+pub(crate) fn grid_us(tick_us: u64) -> u64 {
+    (tick_us / RUNTIME_MS_US).max(1) * RUNTIME_MS_US
+}
+
+/// The tick whose instant the alarm is set to for work due at `tick`, when
+/// the driver last turned at `turned` (microseconds since the timer's
+/// start). The runtime's timer rounds that instant up to its next
+/// millisecond, `B`, and the driver turns there.
+///
+/// With a grid of a millisecond (a tick under 2 ms): `tick` itself, so a
+/// timeout fires when a `tokio::time::Sleep` of its deadline would.
+///
+/// With a coarser grid `G` (see [`grid_us`]), the latest of three:
+///
+/// - `tick` itself: never early.
+/// - the end of `tick`'s cell of the grid since the timer's start, less a
+///   millisecond, plus a microsecond: the runtime rounds that up to its
+///   last millisecond in the cell, so that work due anywhere in one cell
+///   rings together (on a paused clock started with the runtime: on the
+///   cell's end exactly).
+/// - for work due after the last turn, `turned` plus `G`, less a
+///   millisecond, plus a microsecond: the runtime rounds that up to its
+///   millisecond a whole grid after the one the last turn rang on, so
+///   that the driver turns at most once per grid, on the runtime's
+///   milliseconds, wherever their start lies.
+///
+/// Each term's ring `B` comes less than a millisecond after its instant,
+/// so within `G` of the deadline (rounded up to the microsecond, as every
+/// deadline here): the first term, within a millisecond; the second,
+/// within the cell; the third, within `G` of the last turn, which the
+/// deadline is after. A ring a tick late at most, never early, from any
+/// offset between the two clocks (`tests/paused_time.rs`; the model in
+/// `alarm/mod.rs` runs every offset and grid).
+pub(crate) fn alarm_tick(tick_us: u64, tick: u64, turned: u64) -> u64 {
+    let grid = grid_us(tick_us);
+    if grid <= RUNTIME_MS_US {
+        return tick;
     }
+    let lead = RUNTIME_MS_US - 1;
+    let cell_end = tick.div_ceil(grid).saturating_mul(grid);
+    let mut at = tick.max(cell_end.saturating_sub(lead));
+    if tick > turned {
+        at = at.max(turned.saturating_add(grid - lead));
+    }
+    at
 }

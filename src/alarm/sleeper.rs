@@ -194,12 +194,7 @@ impl Sleeper {
     /// [`rearm`](Self::rearm)).
     pub(crate) fn rearm_after_turn(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
         let tick_us = clock.tick_us;
-        let soonest = (now / tick_us).saturating_add(1).saturating_mul(tick_us);
-        let alarm = if target < NEVER {
-            target.max(soonest)
-        } else {
-            u64::MAX
-        };
+        let (alarm, soonest) = after_turn(tick_us, now, target);
         let grid = (alarm == soonest).then(|| Duration::from_micros(tick_us));
         Rearmed {
             set: self.rearm(alarm, clock.instant_of(alarm), grid),
@@ -339,6 +334,23 @@ impl Sleeper {
             tracing::error!(%err, "hashwheel: setting the driver's timerfd failed");
         }
     }
+}
+
+/// The tick the thread driver's alarm rings at after a turn at `now`, for
+/// the earliest work at `target` (`u64::MAX` if none, or nothing pending),
+/// and the soonest tick it turns again: the next tick of its grid since
+/// the timer's start (a turn late in its tick does not push the next one
+/// a whole tick later). The sleeper rings at that very instant (no
+/// rounding), so work due after `now` rings within a tick of its
+/// deadline; an insert arms it at its deadline itself.
+pub(crate) fn after_turn(tick_us: u64, now: u64, target: u64) -> (u64, u64) {
+    let soonest = (now / tick_us).saturating_add(1).saturating_mul(tick_us);
+    let alarm = if target < NEVER {
+        target.max(soonest)
+    } else {
+        u64::MAX
+    };
+    (alarm, soonest)
 }
 
 #[cfg(all(test, target_os = "linux", not(hashwheel_condvar)))]
