@@ -376,7 +376,7 @@ pub(crate) fn grid_us(tick_us: u64) -> u64 {
 /// within the cell; the third, within `G` of the last turn, which the
 /// deadline is after. A ring a tick late at most, never early, from any
 /// offset between the two clocks (`tests/paused_time.rs`; the model in
-/// `alarm/mod.rs` runs every offset and grid).
+/// `alarm/model.rs` runs every offset and grid).
 pub(crate) fn alarm_tick(tick_us: u64, tick: u64, turned: u64) -> u64 {
     let grid = grid_us(tick_us);
     if grid <= RUNTIME_MS_US {
