@@ -95,6 +95,8 @@ mod hyper;
 mod interval;
 #[cfg(feature = "tokio")]
 mod live;
+#[cfg(any(feature = "tokio", feature = "thread"))]
+mod process;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
 #[cfg(any(feature = "tokio", feature = "thread"))]

@@ -585,6 +585,9 @@ impl Timer {
     /// Exact once concurrent operations finish: dropping a [`Timeout`]
     /// lowers it before `drop` returns. A timeout counts from its creation,
     /// whether or not it was polled yet. Zero once the timer is stopped.
+    /// In a child forked from the timer's process, a shard whose lock a
+    /// thread of the parent held at the fork (held for ever, there) is left
+    /// out rather than waited for.
     ///
     /// # Examples
     ///
@@ -753,7 +756,10 @@ impl Timer {
     ///
     /// The counters are kept per shard, mostly under locks the operations
     /// take anyway, so they cost next to nothing to keep; this method locks
-    /// each shard briefly to read them.
+    /// each shard briefly to read them. In a child forked from the timer's
+    /// process, a shard whose lock a thread of the parent held at the fork
+    /// gives only what it counts without the lock (see
+    /// [`pending`](Timer::pending)).
     ///
     /// # Examples
     ///
