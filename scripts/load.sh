@@ -31,7 +31,7 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((CONNECTIONS + 100)
 fi
 
 echo "== building http_server (release)"
-cargo build --release --quiet --example http_server --features hyper,tower
+cargo build --release --quiet -p hashwheel-integration --example http_server
 BIN=target/release/examples/http_server
 
 WORK=$(mktemp -d)

@@ -26,9 +26,9 @@ use crate::timer::Timer;
 ///
 /// # Examples
 ///
-/// ```
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
+/// A server's connection builder (hyper's features `server` and `http1`):
+///
+/// ```ignore
 /// use hyper::server::conn::http1;
 /// use std::time::Duration;
 ///
@@ -39,8 +39,19 @@ use crate::timer::Timer;
 ///     .header_read_timeout(Duration::from_secs(10))
 ///     .keep_alive(true);
 /// // builder.serve_connection(io, service) as usual.
+/// ```
 ///
-/// // Or use the trait directly:
+/// (Not compiled here: the crate's own doctests build without hyper's
+/// server, so that its examples build quickly; the workspace's
+/// `hashwheel-integration` package runs a real server and client with this
+/// builder, in its `tests/hyper.rs`.) Or use the trait directly:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
 /// let start = tokio::time::Instant::now();
 /// hyper::rt::Timer::sleep(&timer, Duration::from_millis(20)).await;
 /// assert!(start.elapsed() >= Duration::from_millis(20));

@@ -16,9 +16,9 @@
 //! or 504 once the request timeout passes.
 //!
 //! ```sh
-//! cargo run --example http_server --features hyper,tower              # serve until Ctrl-C
-//! cargo run --example http_server --features hyper,tower -- --demo    # try each timeout, then exit
-//! cargo run --example http_server --features hyper,tower -- --timer tokio --run-for 10
+//! cargo run -p hashwheel-integration --example http_server                  # serve until Ctrl-C
+//! cargo run -p hashwheel-integration --example http_server -- --demo        # try each timeout, then exit
+//! cargo run -p hashwheel-integration --example http_server -- --timer tokio --run-for 10
 //! ```
 //!
 //! Options: `--addr 127.0.0.1:8080`, `--timer hashwheel|tokio`,

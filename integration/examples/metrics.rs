@@ -6,7 +6,7 @@
 //! than served over HTTP).
 //!
 //! ```text
-//! cargo run --example metrics --features metrics [-- SECONDS]
+//! cargo run -p hashwheel-integration --example metrics [-- SECONDS]
 //! ```
 //!
 //! Lateness here is the timer's part (deadline to wake); see the example

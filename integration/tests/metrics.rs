@@ -1,5 +1,7 @@
 //! `MetricsExporter` (feature `metrics`): what a Prometheus exporter serves
-//! from a timer's `Stats`, recorded under paused time.
+//! from a timer's `Stats`, recorded under paused time. In the workspace
+//! member `hashwheel-integration` (the exporter stays out of the crate's own
+//! dev-dependencies).
 
 use std::time::Duration;
 

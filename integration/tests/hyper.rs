@@ -1,7 +1,11 @@
 //! `impl hyper::rt::Timer for Timer`: a real hyper 1.x server and client on
 //! loopback, with hyper's header-read timeout on the wheel, under paused
-//! time. Needs the `hyper` feature (`required-features` in Cargo.toml).
+//! time. In the workspace member `hashwheel-integration`, which turns on the
+//! features `hyper`, `tower` and `metrics` (hyper's server and client stay
+//! out of the crate's own dev-dependencies, and so out of its examples'
+//! builds).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::convert::Infallible;
