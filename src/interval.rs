@@ -15,11 +15,21 @@ use crate::error::{Error, StopReason};
 use crate::shard::{far_future, Beat, STALLED, UNTAKEN};
 use crate::timeout::Timeout;
 
-/// How late a tick may complete and still count as on time, on top of one
-/// timer tick (with a coarse tick a timeout fires on the tick's grid, so one
-/// that fires on time may already be up to one tick past its nominal
-/// instant). tokio uses the same 5 ms.
+/// How late a tick may complete and still count as on time: tokio's 5 ms
+/// (see [`tolerance`]).
 const TOLERANCE: Duration = Duration::from_millis(5);
+
+/// How late a tick may complete and still count as on time on a timer of
+/// tick `tick`: tokio's 5 ms, and with a tick over 1 ms, what it adds to
+/// the lateness of the runtime's 1 ms (a timeout on time may then fire up
+/// to a tick after its deadline, where tokio's fires within a
+/// millisecond). With the default 1 ms tick a timeout fires when tokio's
+/// `Sleep` would, so the tolerance is tokio's own: it used to be 5 ms plus
+/// a tick, and a tick taken 5.5 ms late counted as on time where tokio's
+/// counted it missed.
+fn tolerance(tick: Duration) -> Duration {
+    TOLERANCE + tick.saturating_sub(Duration::from_millis(1))
+}
 
 /// A stream of ticks, one every `period`, from
 /// [`Timer::interval`](crate::Timer::interval) and
@@ -42,8 +52,9 @@ const TOLERANCE: Duration = Duration::from_millis(5);
 /// When ticks are missed (the task polling the interval was busy, or the
 /// runtime stalled), [`MissedTickBehavior`] decides what happens next; the
 /// default is [`Burst`](MissedTickBehavior::Burst), as in tokio. A tick
-/// counts as missed when it completes more than 5 ms plus one timer tick
-/// after its instant.
+/// counts as missed when it completes more than 5 ms after its instant, as
+/// in tokio; on a timer of a tick over 1 ms, 5 ms plus what the tick has
+/// over 1 ms (a timeout on time may fire up to a tick late).
 ///
 /// # Timer stopped
 ///
@@ -174,7 +185,7 @@ impl Interval {
         let schedule = Schedule {
             period_ticks: timeout.whole_ticks(period).unwrap_or(0),
             period,
-            tolerance_us: u32::try_from((timeout.tick_len() + TOLERANCE).as_micros())
+            tolerance_us: u32::try_from(tolerance(timeout.tick_len()).as_micros())
                 .unwrap_or(u32::MAX),
         };
         let beat = Arc::new(Beat::new(timeout.tick_of(add(start, period)), schedule));
