@@ -41,10 +41,10 @@ const FIRST: usize = 64;
 
 /// Pages after the first, page `p` of `FIRST << p` slots: a line of forks
 /// may be as deep as it likes. Each page is allocated once, when a process
-/// that deep first needs it, and never moves; the slots of all 48 pages
-/// would serve 64 × (2^48 - 1) processes down one line (at tens of
-/// microseconds a fork, millennia of forking).
-const MORE: usize = 47;
+/// that deep first needs it, and never moves; on a 64-bit target the
+/// slots of all 48 pages would serve 64 × (2^48 - 1) processes down one
+/// line (at tens of microseconds a fork, millennia of forking).
+const MORE: usize = usize::BITS as usize - 17;
 
 static FIRST_PAGE: [Slot; FIRST] = [FREE; FIRST];
 
@@ -64,11 +64,11 @@ const FREE_PAGE: Page = Page {
 static MORE_PAGES: [Page; MORE] = [FREE_PAGE; MORE];
 
 /// Where [`CURRENT`] keeps the page of a slot: its offset in the page
-/// below, the page above.
-const PAGE_SHIFT: u32 = 48;
+/// below, the page above (in the top byte).
+const PAGE_SHIFT: u32 = usize::BITS - 8;
 
-/// The slot of the timer [`Delay::new`] used last, as `page << 48 |
-/// offset`: this process's, once it has one (a child inherits its
+/// The slot of the timer [`Delay::new`] used last, as `page << PAGE_SHIFT
+/// | offset`: this process's, once it has one (a child inherits its
 /// parent's, and corrects it at its first poll of a `Delay`, see
 /// [`Delay::poll`]). `usize::MAX` (no such page) until then.
 static CURRENT: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -110,8 +110,8 @@ fn page_for(index: usize, me: u64) -> Option<&'static [Slot]> {
     }))
 }
 
-/// The default timer as [`Delay::new`] finds it: three atomic loads, no
-/// system call. In a forked child it may be the parent's until the child's
+/// The default timer as [`Delay::new`] finds it: two atomic loads (three
+/// for a process more than 64 forks down a line), no system call. In a forked child it may be the parent's until the child's
 /// first poll of a `Delay` (which moves the delay to the child's own timer).
 ///
 /// # Panics
@@ -141,8 +141,8 @@ fn default_timer() -> &'static Timer {
 /// # Panics
 ///
 /// If the timer's thread (or, on Linux, its timerfd) cannot be created, or
-/// in a process 64 × (2^48 - 1) forks down a line of processes that each
-/// started a default timer (see [`MORE`]).
+/// in a process more forks down a line of processes that each started a
+/// default timer than all pages hold (see [`MORE`]).
 #[track_caller]
 fn timer_of(process: Process) -> &'static Timer {
     let me = process.to_bits();

@@ -184,23 +184,22 @@ impl RuntimeAlarm {
     /// The driver's re-arm (`force`) also moves the alarm's spares, two
     /// `Sleep`s that are never polled, to one and two turns of the grid
     /// ([`grid_us`]: a runtime millisecond, or the tick's whole
-    /// milliseconds) after the alarm: the runtime computes its next
-    /// wake-up before it
-    /// calls the alarm's waker, and a registration earlier than that
-    /// wake-up unparks its driver (an eventfd write, on every turn without
-    /// the spares). The second spare is for a turn that runs a whole
-    /// millisecond late, which tokio's rounding makes common (it parks for
-    /// whole milliseconds counted from the start of the current one, so a
-    /// park begun late in a millisecond ends late in the alarm's, and a
-    /// little scheduling delay carries the turn into the next): the first
-    /// spare has then rung with the alarm, and without the second the turn
-    /// unparked twice (the alarm, then the spare; 7-18% of the turns of a
-    /// deadline a millisecond on one worker, `tests/unpark.rs`). A turn two
-    /// milliseconds late still does. A re-arm with nothing pending replaces
-    /// the spares with fresh ones, never registered, so that no runtime
-    /// timer of ours is left: an idle runtime wakes for nothing, and a
-    /// paused one does not auto-advance its clock to a spare (tokio leaves
-    /// it where it is).
+    /// milliseconds) after the alarm: the runtime computes its next wake-up
+    /// before it calls the alarm's waker, and a registration earlier than
+    /// that wake-up unparks its driver (an eventfd write, on every turn
+    /// without the spares). The second spare is for a turn that runs a
+    /// whole millisecond late, which tokio's rounding makes common (it
+    /// parks for whole milliseconds counted from the start of the current
+    /// one, so a park begun late in a millisecond ends late in the alarm's,
+    /// and a little scheduling delay carries the turn into the next): the
+    /// first spare has then rung with the alarm, and without the second the
+    /// turn unparked twice (the alarm, then the spare; 7-18% of the turns
+    /// of a deadline a millisecond on one worker, `tests/unpark.rs`). A
+    /// turn two milliseconds late still does. A re-arm with nothing pending
+    /// replaces the spares with fresh ones, never registered, so that no
+    /// runtime timer of ours is left: an idle runtime wakes for nothing,
+    /// and a paused one does not auto-advance its clock to a spare (tokio
+    /// leaves it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
         self.set(clock, tick, force, None)
     }
