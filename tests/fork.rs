@@ -327,19 +327,7 @@ fn a_child_with_its_parents_pid_leaves_its_parents_alarm_alone() {
         let waiter = thread::spawn(move || block_on(futures::future::join_all(sleeps)));
         thread::sleep(start + ms(10) - Instant::now());
         let child_timer = timer.clone();
-        let forked = fork_namesake(
-            move || {
-                // An insert earlier than the alarm arms it, then a stop
-                // shuts it: both would set the shared timerfd.
-                let mut soon = child_timer.sleep(Duration::from_nanos(1_500));
-                let _ = poll_once(&mut soon);
-                child_timer.stop();
-                drop(soon);
-                drop(child_timer);
-                true
-            },
-            || {},
-        );
+        let forked = fork_namesake(move || arm_and_stop(child_timer), || {});
         if let Err(err) = forked {
             eprintln!("{err}");
             return false;
@@ -521,6 +509,18 @@ fn a_childs_stats_and_pending_never_wait_for_a_lock_its_parent_held() {
     assert_eq!(timer.stats().pending, keep.len());
 }
 
+/// What a child does to the thread-driven `Timer` it inherited that would
+/// set the timerfd it shares with its parent: an insert earlier than the
+/// alarm arms it, then a stop shuts it.
+fn arm_and_stop(timer: Timer) -> bool {
+    let mut soon = timer.sleep(Duration::from_nanos(1_500));
+    let _ = poll_once(&mut soon);
+    timer.stop();
+    drop(soon);
+    drop(timer);
+    true
+}
+
 /// A child that stops, or arms, the thread-driven `Timer` it inherited
 /// leaves the parent's alarm alone: the timerfd is the parent's too (the
 /// same open file), and setting it from the child would end the parent's
@@ -551,20 +551,7 @@ fn a_child_leaves_its_parents_alarm_alone() {
         thread::sleep(ms(1));
     }
     let child_timer = timer.clone();
-    fork(
-        move || {
-            // An insert earlier than the alarm arms it, then a stop shuts
-            // it: both would set the shared timerfd.
-            let mut soon = child_timer.sleep(Duration::from_nanos(1_500));
-            let _ = poll_once(&mut soon);
-            child_timer.stop();
-            drop(soon);
-            drop(child_timer);
-            true
-        },
-        || {},
-    )
-    .unwrap();
+    fork(move || arm_and_stop(child_timer), || {}).unwrap();
     // The parent's sleeps go on.
     let before = done.load(Ordering::SeqCst);
     let start = Instant::now();

@@ -50,6 +50,20 @@ struct Sim {
 }
 
 impl Sim {
+    /// The alarm of a driver of `kind`, disarmed, never turned.
+    fn new(kind: Kind, tick_us: u64, offset_ns: u64) -> Sim {
+        Sim {
+            kind,
+            tick_us,
+            offset_ns,
+            armed: u64::MAX,
+            ring: None,
+            turned: 0,
+            last_turn: None,
+            turns: 0,
+        }
+    }
+
     /// How late work may fire, in nanoseconds, and how far apart a
     /// runtime-driven timer's turns are at least: the runtime's grid
     /// (the tick's whole milliseconds), or the thread's tick.
@@ -147,16 +161,7 @@ impl Sim {
 /// Returns the turns.
 fn run(kind: Kind, tick_us: u64, offset_ns: u64, seed: u64) -> u64 {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut sim = Sim {
-        kind,
-        tick_us,
-        offset_ns,
-        armed: u64::MAX,
-        ring: None,
-        turned: 0,
-        last_turn: None,
-        turns: 0,
-    };
+    let mut sim = Sim::new(kind, tick_us, offset_ns);
     let mut pending = BTreeMap::new();
     let mut now_ns = 0;
     for _ in 0..300 {
@@ -220,16 +225,7 @@ fn the_runtime_alarm_turns_once_per_grid_under_dense_work() {
     for tick_us in [1_500, 2_000, 2_500, 5_000] {
         let grid = crate::alarm::runtime::grid_us(tick_us);
         for offset_ns in offsets() {
-            let mut sim = Sim {
-                kind: Kind::Runtime,
-                tick_us,
-                offset_ns,
-                armed: u64::MAX,
-                ring: None,
-                turned: 0,
-                last_turn: None,
-                turns: 0,
-            };
+            let mut sim = Sim::new(Kind::Runtime, tick_us, offset_ns);
             let mut pending: BTreeMap<u64, u32> = (1..=400).map(|i| (i * 250, 1)).collect();
             sim.insert(0, 250);
             while let Some(ring) = sim.ring {
