@@ -89,13 +89,31 @@ impl Clock {
     /// `delay` from now, rounded up to the microsecond: [`tick_of`](Self::tick_of)
     /// of `now + delay`, with one `Instant` subtraction instead of an
     /// addition and a subtraction (this is the schedule and reset path).
-    /// A sum that overflows means [`NEVER`].
+    ///
+    /// A delay too long to keep (one that overflows, `Duration::MAX`, or
+    /// reaches [`NEVER`], over 146,000 years) is [`FAR_FUTURE`] from now,
+    /// as tokio's: on a paused runtime, auto-advance gets there as it gets
+    /// to tokio's, where "never" would leave a task that awaits it with
+    /// nothing else to wake it hanging for ever.
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
         let since = self.now().saturating_duration_since(self.start);
-        match since.checked_add(delay) {
-            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
-            None => NEVER,
+        match since
+            .checked_add(delay)
+            .and_then(|since| self.ticks.ceil(since))
+        {
+            Some(tick) if tick < NEVER => tick,
+            _ => self.far_tick(since),
         }
+    }
+
+    /// The tick [`FAR_FUTURE`] after `since` (the time since the start):
+    /// where a delay too long to keep goes.
+    #[cold]
+    pub(crate) fn far_tick(&self, since: Duration) -> u64 {
+        since
+            .checked_add(FAR_FUTURE)
+            .and_then(|far| self.ticks.ceil(far))
+            .map_or(NEVER, |tick| tick.min(NEVER))
     }
 
     /// `d` in whole microseconds, if it is a whole number of them (and

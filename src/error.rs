@@ -22,7 +22,7 @@ use std::fmt;
 ///
 /// let err = Timer::builder().wheel_size(0).build().unwrap_err();
 /// assert!(err.is_invalid_config());
-/// assert_eq!(err.to_string(), "invalid timer configuration: wheel size must be between 1 and 2^30, got 0");
+/// assert_eq!(err.to_string(), "invalid timer configuration: wheel size must be between 1 and 2^20 (1048576), got 0");
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
@@ -142,7 +142,8 @@ impl Error {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let timer = hashwheel::Timer::builder().max_pending(0).build().unwrap();
+    /// let timer = hashwheel::Timer::builder().max_pending(1).build().unwrap();
+    /// let _held = timer.sleep(std::time::Duration::from_secs(1));
     /// let err = timer.try_sleep(std::time::Duration::from_secs(1)).unwrap_err();
     /// assert!(err.is_at_capacity());
     /// # }

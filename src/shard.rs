@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::error::{Error, StopReason};
 use crate::process::Process;
 use crate::stats::{Lateness, Stats};
-use crate::wheel::raw::{Expired, Key, Wheel, NEVER};
+use crate::wheel::raw::{level_bytes, Expired, Key, Wheel, NEVER};
 use crate::wheel::store::Sparse;
 
 pub(crate) use crate::clock::{far_future, UNIT_NS};
@@ -421,6 +421,28 @@ pub(crate) fn bucket_geometry(wheel_size: usize, tick_us: u64) -> (usize, u32) {
         Some(buckets) if buckets <= MAX_SPLIT_BUCKETS && res >= shift => (buckets, res - shift),
         _ => (wheel_size, res),
     }
+}
+
+/// The heap one shard takes when it is made, holding nothing: its wheel's
+/// two levels ([`level_bytes`] of `buckets * window(buckets)` and of
+/// `ring` lists, 4.1 bytes a list), its lateness histogram, the shard
+/// itself and its place among the shards. [`Builder::build`](crate::Builder::build)
+/// bounds the sum over the shards with it.
+///
+/// A bucket of a `wheel_size` up to 2^16 is 16 lists (split in four, and
+/// level 0 holding four rounds: 66 bytes), from 2^17 to 2^18 four (16.5
+/// bytes), from 2^19 one (4.1 bytes): a shard's wheel takes at most about
+/// 4.2 MiB up to 2^20 buckets, 33 KiB at the default 512.
+pub(crate) fn shard_bytes(wheel_size: usize, tick_us: u64, ring: usize) -> usize {
+    let (buckets, _) = bucket_geometry(wheel_size, tick_us);
+    let lists = buckets.saturating_mul(window(buckets));
+    level_bytes(lists)
+        + level_bytes(ring)
+        + std::mem::size_of::<Lateness>()
+        + std::mem::size_of::<Shard>()
+        // Its `Arc`'s counts, its place in the lists of shards, the level
+        // vectors of the bit sets: a few hundred bytes, rounded up.
+        + 512
 }
 
 impl Common {

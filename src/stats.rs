@@ -104,6 +104,20 @@ const fn bucket(us: u64) -> usize {
     ((shift as u64) << SUB_BITS) as usize + (us >> shift) as usize
 }
 
+/// The highest lateness, in microseconds, that bucket `i` of a histogram
+/// whose largest value is `max_us` reports (in quantiles, buckets and a
+/// difference's max): its top, or `max_us` where that is lower. The last
+/// bucket reports `max_us` itself: it also holds everything from
+/// [`TOP_US`] on, where its top would read below the values it holds.
+const fn reported(i: usize, max_us: u64) -> u64 {
+    let top = bounds(i).1;
+    if i == BUCKETS - 1 || max_us < top {
+        max_us
+    } else {
+        top
+    }
+}
+
 /// The lowest and highest lateness, in microseconds, that bucket `i` holds.
 const fn bounds(i: usize) -> (u64, u64) {
     let shift = ((i as u64) >> SUB_BITS).saturating_sub(1);
@@ -120,8 +134,8 @@ const fn bounds(i: usize) -> (u64, u64) {
 /// 0). Counts are in log-linear buckets, as HdrHistogram keeps them: 1 µs
 /// wide below 64 µs, then 32 per power of two, so that a
 /// [`quantile`](Self::quantile) is at most 1/32 (3.1%) above the true
-/// value, up to 2^32 µs (71 minutes; [`max`](Self::max) stays exact
-/// beyond).
+/// value, up to 2^32 µs (71 minutes; beyond, [`max`](Self::max) stays
+/// exact and quantiles read as it).
 ///
 /// # What it sees, and what it does not
 ///
@@ -218,8 +232,9 @@ impl Lateness {
     /// The lateness that a fraction `q` of the values are at or below (`q`
     /// from 0 to 1: 0.5 is the median, 0.99 the p99, 1 the maximum), as the
     /// highest value of its bucket: at most 1/32 above the true value (1 µs
-    /// below 64 µs), never below it, and never above [`max`](Self::max).
-    /// Zero when empty.
+    /// below 64 µs), never below it, and never above [`max`](Self::max), so
+    /// `quantile(1.0)` is the max. Past 2^32 µs (71 minutes), where the
+    /// buckets end, a quantile reads as the max. Zero when empty.
     ///
     /// # Panics
     ///
@@ -240,7 +255,7 @@ impl Lateness {
         for (i, &n) in self.counts.iter().enumerate() {
             seen += n;
             if seen >= rank {
-                return Duration::from_micros(bounds(i).1.min(self.max_us));
+                return Duration::from_micros(reported(i, self.max_us));
             }
         }
         Duration::from_micros(self.max_us)
@@ -282,7 +297,7 @@ impl Lateness {
             };
             *d = n;
             if n > 0 {
-                diff.max_us = bounds(i).1.min(self.max_us);
+                diff.max_us = reported(i, self.max_us);
             }
         }
         diff
@@ -309,7 +324,7 @@ impl Lateness {
             .iter()
             .enumerate()
             .filter(|(_, &n)| n > 0)
-            .map(move |(i, &n)| (Duration::from_micros(bounds(i).1.min(max)), n))
+            .map(move |(i, &n)| (Duration::from_micros(reported(i, max)), n))
     }
 
     /// Adds `other`'s counts to these: histograms kept apart (one per
@@ -424,10 +439,11 @@ mod tests {
         }
         assert_eq!(h.quantile(1.0), Duration::from_micros(10_000));
         assert_eq!(h.max(), Duration::from_micros(10_000));
-        // Past the top: the last bucket, max exact.
+        // Past the top: the last bucket, which reads as the max (exact).
         h.record(Duration::from_secs(86_400));
         assert_eq!(h.max(), Duration::from_secs(86_400));
-        assert_eq!(h.quantile(1.0), Duration::from_micros(TOP_US - 1));
+        assert_eq!(h.quantile(1.0), Duration::from_secs(86_400));
+        assert!(Duration::from_micros(TOP_US) < Duration::from_secs(86_400));
         h.record(Duration::MAX);
         assert_eq!(h.count(), 10_002);
         // Sub-microsecond lateness is 0.

@@ -32,16 +32,16 @@
 //! per-thread cache; the first call of a thread on a runtime takes a
 //! process-wide lock once. A cache checked by anything cheaper (the task's
 //! id, the worker's index) would hand out the wrong runtime's timer inside
-//! `Handle::enter` or a `block_on` nested in `block_in_place`. Measured (W1:
-//! a 30 s sleep created, polled once and dropped, current-thread runtime;
-//! `cargo bench -p hashwheel-benches --bench ops -- w1`, two runs on a
-//! quiet 2-core machine): 81–82 ns per pair through [`sleep`] against
-//! 74 ns through [`Timer::sleep`] (1.10×, the lookup costs 7–8 ns), and
-//! 504 ns through `tokio::time::sleep` (boxed, as it must be to keep). The
-//! clone writes a reference count that every worker of the runtime shares:
-//! with request timeouts on 2 workers (W10, 1,000 tasks each looping
-//! `timeout(30 s, f)`) it cost 30 ns a request over [`Timer::timeout`] in
-//! one run on a busy 2-core machine (about 183 against 152 ns of CPU).
+//! `Handle::enter` or a `block_on` nested in `block_in_place`. Measured
+//! (the repository's `BENCHMARKS.md`, "Micro-benchmarks": W1, a 30 s sleep
+//! created, polled once and dropped on a current-thread runtime): 81–82 ns
+//! per pair through [`sleep`] against 74 ns through [`Timer::sleep`]
+//! (1.10×, the lookup costs 7–8 ns), and 504 ns through
+//! `tokio::time::sleep` (boxed, as it must be to keep). The clone writes a
+//! reference count that every worker of the runtime shares: with request
+//! timeouts on 2 workers (W10 there, 1,000 tasks each looping
+//! `timeout(30 s, f)`) it costs about 30 ns a request over
+//! [`Timer::timeout`] (184.2 against 152.6 ns of CPU).
 //!
 //! Keep a [`Timer`] handle instead (say [`Timer::current`], once per
 //! connection) to skip the lookup on hot paths, or when you want several
@@ -54,7 +54,14 @@
 //!
 //! Like tokio's, every function here panics outside a tokio runtime ("there
 //! is no reactor running, must be called from the context of a Tokio 1.x
-//! runtime") and on a runtime built without its time driver.
+//! runtime") and on a runtime built without its time driver ("A Tokio 1.x
+//! context was found, but timers are disabled. Call `enable_time` on the
+//! runtime builder to enable timers."), and [`interval`] and
+//! [`interval_at`] panic for a zero period ("`period` must be
+//! non-zero."): tokio's messages word for word, so that tests written with
+//! `#[should_panic(expected = ...)]` pass unchanged. `pause`, `resume`
+//! and `advance` are tokio's own (feature `test-util`).
+//! ([`Timer`]'s own methods panic with hashwheel's messages.)
 //!
 //! # Differences from `tokio::time`
 //!
@@ -92,7 +99,7 @@ use tokio::runtime::{Handle, Id};
 
 use crate::clock::{far_future, FAR_FUTURE};
 use crate::error::Error;
-use crate::timer::Timer;
+use crate::timer::{Timer, NO_TIME_DRIVER};
 
 pub use crate::interval::MissedTickBehavior;
 /// tokio's paused-time controls, re-exported (feature `test-util`, which
@@ -112,9 +119,17 @@ pub mod error {
     pub use crate::error::Elapsed;
 }
 
-/// What tokio panics with outside a runtime.
-const NO_RUNTIME: &str = "hashwheel::time: there is no reactor running, \
-                          must be called from the context of a Tokio 1.x runtime";
+// The panic messages are tokio's own words, so that a test written
+// against `tokio::time` (`#[should_panic(expected = ...)]`) passes
+// unchanged. Outside a runtime: the `Display` of tokio's `TryCurrentError`,
+// which is the message tokio panics with ("there is no reactor running,
+// ...", or that its thread-local is gone).
+
+/// What tokio panics with on a runtime without a time driver.
+const TIMERS_DISABLED: &str = "A Tokio 1.x context was found, but timers are disabled. \
+                               Call `enable_time` on the runtime builder to enable timers.";
+/// What tokio's `interval` and `interval_at` panic with for a zero period.
+const ZERO_PERIOD: &str = "`period` must be non-zero.";
 
 /// tokio's `safe_delay` (tokio 1.54, `time/mod.rs`): a duration capped at
 /// about 30 years ([`FAR_FUTURE`], tokio's figure), which tokio applies to
@@ -148,8 +163,9 @@ thread_local! {
 #[track_caller]
 #[inline]
 fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
-    let Ok(handle) = Handle::try_current() else {
-        panic!("{NO_RUNTIME}");
+    let handle = match Handle::try_current() {
+        Ok(handle) => handle,
+        Err(err) => panic!("{err}"),
     };
     let id = handle.id();
     let mut f = Some(f);
@@ -197,10 +213,8 @@ fn default_of(handle: &Handle, id: Id) -> Timer {
     drop(stopped);
     match built {
         Ok(timer) => timer,
-        Err(err) => panic!(
-            "hashwheel::time: a Tokio 1.x context was found, but timers are disabled. \
-             Call `enable_time` on the runtime builder to enable timers ({err})"
-        ),
+        Err(err) if err.to_string().ends_with(NO_TIME_DRIVER) => panic!("{TIMERS_DISABLED}"),
+        Err(err) => panic!("hashwheel::time: the runtime's default timer: {err}"),
     }
 }
 
@@ -286,8 +300,9 @@ impl Timer {
     /// ```
     #[track_caller]
     pub fn set_current(&self) -> Result<(), Error> {
-        let Ok(handle) = Handle::try_current() else {
-            panic!("{NO_RUNTIME}");
+        let handle = match Handle::try_current() {
+            Ok(handle) => handle,
+            Err(err) => panic!("{err}"),
         };
         let id = handle.id();
         self.check_running()?;
@@ -400,9 +415,8 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
     if duration > FAR_FUTURE {
         return match Instant::now().checked_add(duration) {
             Some(deadline) => timeout_at(deadline, future),
-            // tokio's has no deadline then; the timer's "never" arms
-            // nothing (a delay whose deadline overflows never fires).
-            None => with_current(|timer| timer.timeout(Duration::MAX, future)),
+            // tokio's has no deadline then, and never elapses.
+            None => with_current(|timer| timer.timeout_never(future)),
         };
     }
     with_current(|timer| timer.timeout(duration, future))
@@ -460,6 +474,8 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 /// ```
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
+    // Before the runtime is looked for, as tokio's.
+    assert!(period > Duration::ZERO, "{ZERO_PERIOD}");
     Interval(with_current(|timer| timer.interval(safe_delay(period))))
 }
 
@@ -487,6 +503,7 @@ pub fn interval(period: Duration) -> Interval {
 /// ```
 #[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    assert!(period > Duration::ZERO, "{ZERO_PERIOD}");
     Interval(with_current(|timer| {
         timer.interval_at(start, safe_delay(period))
     }))

@@ -22,7 +22,7 @@ use crate::driver;
 use crate::error::Error;
 use crate::executor::TaskExecutor;
 use crate::interval::Interval;
-use crate::shard::{far_future, AtomicCounts, Shared, TaskInner, UNIT_NS};
+use crate::shard::{far_future, shard_bytes, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
 #[cfg(feature = "thread")]
@@ -37,12 +37,28 @@ const MIN_TICK: Duration = Duration::from_millis(1);
 /// configuration error.
 #[cfg(feature = "thread")]
 const MIN_THREAD_TICK: Duration = Duration::from_micros(10);
-/// The largest wheel, as in Netty.
-const MAX_WHEEL_SIZE: usize = 1 << 30;
+/// The largest wheel: 2^20 buckets, about 4.2 MiB a shard (see
+/// [`Builder::wheel_size`]). Netty allows 2^30, but it keeps far deadlines
+/// in their buckets, counting rounds; here the round ring holds them, so a
+/// larger wheel would only save a far deadline's move from the ring, at
+/// 4 bytes a bucket per shard, allocated whole at build.
+const MAX_WHEEL_SIZE: usize = 1 << 20;
+/// The most a timer may allocate at build, holding nothing, over all its
+/// shards (see [`Builder::shards`]): a timer the builder accepts never
+/// costs gigabytes unasked.
+const MAX_BUILD_BYTES: usize = 64 << 20;
+/// Of [`MAX_BUILD_BYTES`], what is kept for the timer's own state beside
+/// its shards (its common state and driver, a few KiB).
+const COMMON_BYTES: usize = 64 << 10;
 /// Slots in each shard's round ring (see the `wheel` module): bounded so a
 /// huge wheel does not get a huge ring too.
 const MAX_RING: usize = 4096;
 const MIN_RING: usize = 64;
+/// [`Builder::build`]'s error on a runtime without a time driver (which
+/// `hashwheel::time` turns into tokio's panic).
+#[cfg(feature = "tokio")]
+pub(crate) const NO_TIME_DRIVER: &str =
+    "the runtime has no time driver: build it with enable_time() or enable_all()";
 /// Shards are numbered with 16 bits in a [`Timeout`].
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
@@ -205,8 +221,14 @@ impl Timer {
     /// or, with a [tick](Builder::tick) over 1 ms, at most a tick after its
     /// deadline, batched with others (under load, up to a tick later):
     /// see [Lateness](crate#lateness) for the figures on the real clock.
-    /// A zero `delay` completes on the first poll. A `delay` so long that
-    /// the deadline overflows means "never".
+    /// A zero `delay` completes on the first poll. A `delay` too long to
+    /// keep (`Duration::MAX`, or one whose deadline overflows or lies over
+    /// 146,000 years out) completes about 30 years from now, tokio's "far
+    /// future", as `tokio::time::sleep`'s does: on a paused runtime with
+    /// nothing else to do, auto-advance gets there (where "never" would
+    /// leave the task hanging), and on the real clock it is as good as
+    /// never. [`reset`](Timeout::reset), [`timeout`](Timer::timeout) and
+    /// [`schedule`](Timer::schedule) take such a delay alike.
     ///
     /// # Panics
     ///
@@ -544,9 +566,16 @@ impl Timer {
         F: FnOnce() + Send + 'static,
     {
         let now = self.shared.now();
-        let deadline = now.checked_add(delay);
-        let tick = deadline.map_or(NEVER, |d| self.shared.tick_of(d));
-        let deadline = deadline.unwrap_or_else(|| far_future(now));
+        // A delay too long to keep runs tokio's "far future" out, as
+        // `sleep`'s (see `Clock::tick_after`).
+        let kept = now.checked_add(delay).map(|d| (self.shared.tick_of(d), d));
+        let (tick, deadline) = match kept {
+            Some((tick, deadline)) if tick < NEVER => (tick, deadline),
+            _ => {
+                let far = far_future(now);
+                (self.shared.tick_of(far), far)
+            }
+        };
         let shard = self.shared.current_shard();
         self.shared.acquire(shard)?;
         // The keep-alive count is taken before the task is in the wheel: from
@@ -929,6 +958,19 @@ impl Timer {
         )
     }
 
+    /// A timeout of `fut` that never elapses, and never arms the driver:
+    /// `tokio::time::timeout`'s for a duration too long to add to now (it
+    /// has no `Sleep` at all). For `hashwheel::time` only: the `Timer`
+    /// API's longest delay is tokio's "far future", 30 years.
+    #[cfg(feature = "tokio")]
+    #[track_caller]
+    pub(crate) fn timeout_never<F: IntoFuture>(&self, fut: F) -> WithTimeout<F::IntoFuture> {
+        WithTimeout::new(
+            fut.into_future(),
+            unwrap(self.timeout_at_tick(NEVER, false)),
+        )
+    }
+
     /// Whether `self` and `other` are handles to the same timer.
     pub(crate) fn same(&self, other: &Timer) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -1095,7 +1137,7 @@ impl Builder {
     /// tick every millisecond as a 1 ms tick does (a turn every 1.5 ms
     /// could not keep every timeout within 1.5 ms of its deadline). On W9
     /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
-    /// less often and costs 0.6–0.9× `tokio::time`'s CPU at 10,000 and
+    /// less often and costs 0.71–0.92× `tokio::time`'s CPU at 10,000 and
     /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),
     /// with heartbeats 1.0–1.1 ms late at the median, as tokio's, and
     /// 0.2–0.4 ms later than tokio's at the p99 (1 ms: 0.6× tokio's).
@@ -1129,7 +1171,21 @@ impl Builder {
     }
 
     /// The number of buckets per wheel, rounded up to a power of two; 1 to
-    /// 2^30. One turn of the wheel spans `tick * wheel_size`.
+    /// 2^20 (1,048,576). One turn of the wheel spans `tick * wheel_size`;
+    /// deadlines further out wait in a ring of rounds, so a larger wheel
+    /// only saves them a move from the ring to their bucket.
+    ///
+    /// # Memory
+    ///
+    /// Each shard (see [`shards`](Builder::shards)) allocates its wheel
+    /// whole at [`build`](Builder::build): 4 bytes and a bit per list. A
+    /// bucket of a wheel of up to 2^16 buckets is 16 lists (split in four,
+    /// and four rounds in the first level): 66 bytes; of 2^17 or 2^18
+    /// buckets, 4 lists (16.5 bytes); of 2^19 or more, one (4.1 bytes). So
+    /// a shard's wheel takes 33 KiB at the default 512 buckets and at most
+    /// about 4.2 MiB (at 2^16, 2^18 and 2^20 buckets), on top of about
+    /// 19 KiB for the shard itself: 54 KiB a shard by default. Timeouts
+    /// take their own storage as they come (see [`capacity`](Builder::capacity)).
     ///
     /// # Examples
     ///
@@ -1152,6 +1208,13 @@ impl Builder {
     ///
     /// A [`Timeout::reset`] of a timeout that already fired never fails: it
     /// counts as pending again even past the limit.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](Builder::build) fails with [`Error::is_invalid_config`]
+    /// for 0: a timer that may hold nothing would refuse every timeout.
+    /// Leave `max_pending` unset for no limit (Netty's `maxPendingTimeouts`
+    /// of 0 means that; here it is the default).
     ///
     /// # Examples
     ///
@@ -1216,7 +1279,20 @@ impl Builder {
     }
 
     /// How many wheels (each with its own lock) to spread threads over.
-    /// Defaults to the number of CPUs; 1 to 65,536.
+    /// Defaults to the number of CPUs, as many as fit the bound below; 1 to
+    /// 65,536.
+    ///
+    /// # Memory
+    ///
+    /// Every shard allocates its wheel and its own state at
+    /// [`build`](Builder::build), 54 KiB with the default wheel and up to
+    /// about 4.2 MiB with a large one (see [`wheel_size`](Builder::wheel_size)),
+    /// and a timer allocates at most 64 MiB at build, all shards together,
+    /// holding nothing: about 1,200 shards of the default wheel, at least
+    /// 15 of any. `build` fails past that with [`Error::is_invalid_config`],
+    /// naming how many fit; the default is lowered to fit (64 CPUs' shards
+    /// fit wheels of up to 8,192 buckets, and 15 fit any). A
+    /// [`capacity`](Builder::capacity) you reserve comes on top.
     ///
     /// # Examples
     ///
@@ -1345,8 +1421,10 @@ impl Builder {
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick or one under the driver's minimum (1 ms on a runtime, where
     /// the message names [`driver_thread()`](Builder::driver_thread); 10 µs
-    /// on a thread), a wheel size of 0 or above 2^30, a tick so long that
-    /// one turn of the wheel overflows, a shard count of 0 or above 65,536,
+    /// on a thread), a `max_pending` of 0, a wheel size of 0 or above 2^20,
+    /// a tick so long that
+    /// one turn of the wheel overflows, a shard count of 0 or above 65,536
+    /// or more shards than fit in 64 MiB (see [`shards`](Builder::shards)),
     /// no runtime (called outside one without [`handle`](Builder::handle)),
     /// or a runtime without a time driver (built without `enable_time()` or
     /// `enable_all()`).
@@ -1399,9 +1477,15 @@ impl Builder {
             }));
         }
         let tick = self.tick;
+        if self.max_pending == Some(0) {
+            return Err(Error::invalid_config(
+                "max_pending must be at least 1, got 0: the timer would refuse every timeout \
+                 (for no limit, leave max_pending unset)",
+            ));
+        }
         if self.wheel_size == 0 || self.wheel_size > MAX_WHEEL_SIZE {
             return Err(Error::invalid_config(format!(
-                "wheel size must be between 1 and 2^30, got {}",
+                "wheel size must be between 1 and 2^20 (1048576), got {}",
                 self.wheel_size
             )));
         }
@@ -1413,14 +1497,29 @@ impl Builder {
                 "tick of {tick:?} times {wheel_size} buckets overflows the wheel's span"
             )));
         };
+        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
+        let tick_us = tick_ns.div_ceil(UNIT_NS);
+        // What each shard allocates now, and how many fit the bound: at
+        // least 15, since a shard takes at most about 4.2 MiB.
+        let shard_bytes = shard_bytes(wheel_size, tick_us, ring);
+        let fit = (MAX_BUILD_BYTES - COMMON_BYTES) / shard_bytes;
         let shards = match self.shards {
             Some(n) if n == 0 || n > MAX_SHARDS => {
                 return Err(Error::invalid_config(format!(
                     "shards must be between 1 and 65536, got {n}"
                 )))
             }
+            Some(n) if n > fit => {
+                return Err(Error::invalid_config(format!(
+                    "{n} shards of a {wheel_size}-bucket wheel would allocate {} MiB at build, \
+                     holding nothing ({} KiB a shard); a timer allocates at most 64 MiB: \
+                     {fit} shards at most, or a smaller wheel_size",
+                    (n * shard_bytes) >> 20,
+                    shard_bytes >> 10,
+                )))
+            }
             Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get().min(fit)),
         };
         let per_shard = self.capacity.div_ceil(shards);
         if per_shard > MAX_ENTRIES {
@@ -1429,8 +1528,6 @@ impl Builder {
                 self.capacity
             )));
         }
-        let ring = wheel_size.clamp(MIN_RING, MAX_RING);
-        let tick_us = tick_ns.div_ceil(UNIT_NS);
         let plan = Plan {
             tick,
             tick_us,
@@ -1465,9 +1562,7 @@ impl Builder {
             })?,
         };
         if !has_time_driver(&handle) {
-            return Err(Error::invalid_config(
-                "the runtime has no time driver: build it with enable_time() or enable_all()",
-            ));
+            return Err(Error::invalid_config(NO_TIME_DRIVER));
         }
         // The clock starts by the runtime's time (paused or not), also when
         // built outside the runtime with `Builder::handle`: read outside it,

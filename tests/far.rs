@@ -47,39 +47,94 @@ async fn years_long_delays_fire_on_time() {
     assert_eq!(before.elapsed(), Duration::from_millis(3));
 }
 
+/// A delay too long to keep (`Duration::MAX`, or one that overflows) is
+/// tokio's "far future", about 30 years from now, through `sleep`,
+/// `timeout`, `reset` and `schedule` alike; an instant given past the
+/// wheel's range (146,000 years) stays never.
 #[tokio::test(start_paused = true)]
-async fn duration_max_and_overflow_mean_never() {
+async fn duration_max_and_overflow_are_tokios_thirty_years() {
+    let thirty_years = Duration::from_secs(86_400 * 365 * 30);
     let timer = Timer::new();
-    let mut never = task::spawn(timer.sleep(Duration::MAX));
-    assert_pending!(never.poll());
-    let far = Instant::now() + Duration::from_secs(86_400 * 365 * 100);
-    let mut far = task::spawn(timer.sleep_until(far));
+    let start = Instant::now();
+    let mut max = task::spawn(timer.sleep(Duration::MAX));
+    assert_pending!(max.poll());
+    let mut timeout = task::spawn(timer.timeout(Duration::MAX, std::future::pending::<()>()));
+    assert_pending!(timeout.poll());
+    let hundred_years = start + Duration::from_secs(86_400 * 365 * 100);
+    let mut far = task::spawn(timer.sleep_until(hundred_years));
     assert_pending!(far.poll());
+    let mut never = task::spawn(timer.sleep_until(start + Duration::from_secs(1 << 50)));
+    assert_pending!(never.poll());
     let mut reset = timer.sleep(Duration::from_secs(1));
     reset.reset(Duration::MAX);
     let mut reset = task::spawn(reset);
     assert_pending!(reset.poll());
+    let task = timer.schedule(Duration::MAX, || {});
+    assert_eq!(Instant::from_std(task.deadline()), start + thirty_years);
+    assert_eq!(Instant::from_std(max.deadline()), start + thirty_years);
     advance(Duration::from_secs(86_400 * 365 * 10)).await;
-    assert_pending!(never.poll());
+    assert_pending!(max.poll());
     assert_pending!(reset.poll());
-    assert_eq!(timer.pending(), 3);
-    assert!(Instant::from_std(never.deadline()) > Instant::now());
-    drop((never, far, reset));
+    assert_eq!(timer.pending(), 6);
+    // At 30 years: due, to the microsecond, and not a microsecond before.
+    tokio::time::advance(thirty_years - Duration::from_secs(86_400 * 365 * 10) - MS).await;
+    common::settle().await;
+    assert_pending!(max.poll());
+    advance(MS).await;
+    assert_ready!(max.poll());
+    assert!(assert_ready!(timeout.poll()).is_err());
+    assert_ready!(reset.poll());
+    assert!(task.is_expired());
+    assert_pending!(far.poll());
+    assert_pending!(never.poll());
+    assert_eq!(timer.pending(), 2);
+    drop((far, never));
     assert_eq!(timer.pending(), 0);
 }
 
-/// Regression: with a `sleep(Duration::MAX)` pending, the driver spun once
-/// the clock passed the timer's start + 30 years (31 years of paused time
-/// burnt a full core; 29 were fine): "never" armed the alarm at a fixed
-/// instant 30 years out, and past it the driver re-armed for the past on
-/// every turn. "Never" must stay never, however long the uptime.
+/// Issue 39: `Timer::sleep(Duration::MAX)` on a paused runtime with nothing
+/// else to do never completed (it meant "never", so no timer was armed and
+/// the runtime had nothing to auto-advance to), where tokio's completes
+/// after its 30 years. tokio's own timeout is the watchdog: without the fix
+/// the test fails rather than hangs.
+#[tokio::test(start_paused = true)]
+async fn sleep_duration_max_completes_on_a_paused_runtime_as_tokios_does() {
+    let watchdog = Duration::from_secs(86_400 * 365 * 31);
+    let timer = Timer::new();
+    let start = Instant::now();
+    tokio::time::timeout(watchdog, timer.sleep(Duration::MAX))
+        .await
+        .expect("Timer::sleep(Duration::MAX) never completed on a paused runtime");
+    let ours = start.elapsed();
+    let start = Instant::now();
+    tokio::time::timeout(watchdog, tokio::time::sleep(Duration::MAX))
+        .await
+        .unwrap();
+    assert_eq!(ours, start.elapsed(), "tokio's sleep(Duration::MAX)");
+    // So do a reset to it and a callback scheduled that far.
+    let mut idle = timer.sleep(Duration::from_secs(1));
+    idle.reset(Duration::MAX);
+    tokio::time::timeout(watchdog, idle).await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let _task = timer.schedule(Duration::MAX, move || tx.send(()).unwrap());
+    tokio::time::timeout(watchdog, rx).await.unwrap().unwrap();
+}
+
+/// Regression: with a timeout pending at an instant past the wheel's range
+/// ("never", which `sleep(Duration::MAX)` was too before issue 39), the
+/// driver spun once the clock passed the timer's start + 30 years (31
+/// years of paused time burnt a full core; 29 were fine): "never" armed
+/// the alarm at a fixed instant 30 years out, and past it the driver
+/// re-armed for the past on every turn. "Never" must stay never, however
+/// long the uptime.
 #[tokio::test(start_paused = true)]
 async fn a_never_timeout_never_wakes_the_driver_however_long_the_uptime() {
     let timer = Timer::new();
-    let mut never = task::spawn(timer.sleep(Duration::MAX));
+    let beyond = Instant::now() + Duration::from_secs(1 << 50);
+    let mut never = task::spawn(timer.sleep_until(beyond));
     assert_pending!(never.poll());
     let mut reset = timer.sleep(Duration::from_secs(1));
-    reset.reset(Duration::MAX);
+    reset.reset_at(beyond);
     let mut reset = task::spawn(reset);
     assert_pending!(reset.poll());
     for _ in 0..40 {

@@ -213,3 +213,30 @@ async fn try_timeout_and_try_timeout_at_fail_at_capacity_where_timeout_panics() 
         .unwrap();
     assert_eq!(ok.await, Ok(7));
 }
+
+/// Issue 39: `max_pending(0)` was accepted, and the timer refused every
+/// timeout but a zero sleep (Netty users write 0 for "no limit"). It is a
+/// configuration error naming the fix, on either driver; 1 is the least.
+#[tokio::test(start_paused = true)]
+async fn a_max_pending_of_zero_is_a_config_error_naming_the_fix() {
+    let err = Timer::builder().max_pending(0).build().unwrap_err();
+    assert!(err.is_invalid_config());
+    assert_eq!(
+        err.to_string(),
+        "invalid timer configuration: max_pending must be at least 1, got 0: the timer would \
+         refuse every timeout (for no limit, leave max_pending unset)"
+    );
+    #[cfg(feature = "thread")]
+    assert!(Timer::builder()
+        .driver_thread()
+        .max_pending(0)
+        .build()
+        .unwrap_err()
+        .is_invalid_config());
+    let one = Timer::builder().max_pending(1).build().unwrap();
+    let _held = one.try_sleep(Duration::from_secs(1)).unwrap();
+    assert!(one
+        .try_sleep(Duration::from_secs(1))
+        .unwrap_err()
+        .is_at_capacity());
+}

@@ -1,10 +1,11 @@
 //! A randomized model test of the public [`Timer`] under paused time.
 //!
 //! Seeded operation sequences (sleep with delays from zero to years and
-//! "never", cancel, reset earlier and later, reset into the past, advance the
-//! clock by a tick or by years, advance to just before, at or after the next
-//! deadline, schedule and cancel tasks, stop) run against a reference
-//! model, `BTreeMap`s of the live timeouts and tasks. After every step:
+//! `Duration::MAX`, which is tokio's 30 years; cancel, reset earlier and
+//! later, reset into the past, advance the clock by a tick or by years,
+//! advance to just before, at or after the next deadline, schedule and
+//! cancel tasks, stop) run against a reference model, `BTreeMap`s of the
+//! live timeouts and tasks. After every step:
 //!
 //! * every timeout whose deadline (to the microsecond) has passed by the
 //!   runtime's own millisecond grid, where a `tokio::time::Sleep` at the
@@ -46,6 +47,9 @@ use tokio::time::Instant;
 /// horizon: over 146,000 years).
 const NEVER: u64 = (1 << 62) - 1;
 const YEAR: Duration = Duration::from_secs(365 * 86_400);
+/// Where a delay too long to keep goes: tokio's "far future", 30 years
+/// from now (issue 39: it was never).
+const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
 /// The clock is not moved past this much uptime (past 584 years, short of
 /// the wheel's horizon).
 const MAX_UPTIME: Duration = Duration::from_secs(1500 * 365 * 86_400);
@@ -259,7 +263,7 @@ impl Probe {
 struct Live {
     timeout: Timeout,
     probe: Arc<Probe>,
-    /// The requested deadline (`None`: it overflowed, i.e. never).
+    /// The deadline as the timer keeps it (`None`: never).
     deadline: Option<Instant>,
     /// The first tick at or after `deadline`.
     fire_tick: u64,
@@ -326,6 +330,15 @@ impl Model {
                     u64::try_from(tick).map_or(NEVER, |tick| tick.min(NEVER))
                 }
             },
+        }
+    }
+
+    /// `delay` from `now`, as the timer keeps a delay: one too long to keep
+    /// (its sum overflows, or reaches [`NEVER`]) is [`FAR`] from now.
+    fn after(&self, now: Instant, delay: Duration) -> Instant {
+        match now.checked_add(delay) {
+            Some(d) if self.tick_of(Some(d)) < NEVER => d,
+            _ => now + FAR,
         }
     }
 
@@ -497,10 +510,13 @@ impl Model {
     }
 
     fn reset(&mut self, id: usize, deadline: Option<Instant>, poll: bool) -> Result<(), String> {
+        // `None` resets by `Duration::MAX`: 30 years from now.
+        let requested = deadline;
+        let deadline = Some(deadline.unwrap_or_else(|| Instant::now() + FAR));
         let fire_tick = self.tick_of(deadline);
         let stopped = self.stopped;
         let l = self.live.get_mut(&id).unwrap();
-        match deadline {
+        match requested {
             Some(d) => l.timeout.reset_at(d),
             None => l.timeout.reset(Duration::MAX),
         }
@@ -526,7 +542,7 @@ impl Model {
             Op::Sleep { delay, poll } => match self.timer.try_sleep(delay) {
                 Ok(t) => {
                     ensure!(!self.stopped, "try_sleep succeeded on a stopped timer");
-                    self.insert(t, now.checked_add(delay), poll)?;
+                    self.insert(t, Some(self.after(now, delay)), poll)?;
                 }
                 Err(e) => ensure!(self.stopped && e.is_stopped(), "try_sleep failed: {e}"),
             },
@@ -594,7 +610,7 @@ impl Model {
                 match self.timer.try_schedule(delay, task) {
                     Ok(handle) => {
                         ensure!(!self.stopped, "try_schedule succeeded on a stopped timer");
-                        let deadline = now.checked_add(delay);
+                        let deadline = Some(self.after(now, delay));
                         if let Some(deadline) = deadline {
                             ensure!(
                                 handle.deadline() == deadline.into_std(),

@@ -195,3 +195,29 @@ async fn lateness_counts_interval_ticks_and_tasks_but_not_fires_on_the_spot() {
     assert_eq!(s.fired, 7, "{s:?}");
     assert_eq!(s.lateness.max(), Duration::ZERO, "{s:?}");
 }
+
+/// Issue 39: `Lateness::record(Duration::MAX)` gave `quantile(1.0)` of
+/// 4,294.97 s (the top of the histogram's buckets) but `max` of 1.8e13 s: a
+/// value past the buckets read below itself. Past them a quantile reads as
+/// the max, in a snapshot, its buckets and a difference alike.
+#[test]
+fn a_lateness_past_the_buckets_reads_as_the_max_in_quantiles() {
+    for late in [
+        Duration::MAX,
+        Duration::from_secs(86_400),
+        Duration::from_micros(1 << 32),
+    ] {
+        let mut h = hashwheel::Lateness::new();
+        h.record(Duration::from_millis(3));
+        let before = h;
+        h.record(late);
+        let late = Duration::from_micros(u64::try_from(late.as_micros()).unwrap_or(u64::MAX));
+        assert_eq!(h.max(), late);
+        assert_eq!(h.quantile(1.0), h.max(), "{late:?}");
+        assert_eq!(h.quantile(0.75), h.max(), "{late:?}");
+        assert!(h.quantile(0.5) <= Duration::from_micros(3_100));
+        assert_eq!(h.buckets().last(), Some((late, 1)));
+        let diff = h.since(&before);
+        assert_eq!((diff.quantile(1.0), diff.max()), (late, late));
+    }
+}

@@ -84,7 +84,8 @@ async fn inner_errors_are_boxed_and_passed_on() {
 
 #[tokio::test(start_paused = true)]
 async fn at_capacity_rejects_without_calling_the_inner_service() {
-    let timer = Timer::builder().max_pending(0).build().unwrap();
+    let timer = Timer::builder().max_pending(1).build().unwrap();
+    let _held = timer.sleep(Duration::from_secs(60));
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let inner = service_fn(move |()| {

@@ -191,7 +191,8 @@ async fn a_stopped_timer_fails_closed() {
 
 #[tokio::test]
 async fn at_capacity_sleeps_complete_at_once() {
-    let timer = Timer::builder().max_pending(0).build().unwrap();
+    let timer = Timer::builder().max_pending(1).build().unwrap();
+    let _held = timer.sleep(Duration::from_secs(60));
     let start = Instant::now();
     hsleep(&timer, Duration::from_secs(60)).await;
     assert!(start.elapsed() < Duration::from_secs(1));

@@ -23,6 +23,22 @@ impl BitSet {
         BitSet { levels }
     }
 
+    /// The heap [`new`](Self::new)`(len)` takes, in bytes: a bit per index
+    /// and a summary bit per word, level by level (about `len / 8`).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn bytes(len: usize) -> usize {
+        let mut bytes = 0;
+        let mut len = len.max(1);
+        loop {
+            let words = len.div_ceil(64);
+            bytes += words * std::mem::size_of::<u64>() + std::mem::size_of::<Vec<u64>>();
+            if words == 1 {
+                return bytes;
+            }
+            len = words;
+        }
+    }
+
     #[inline]
     pub(crate) fn set(&mut self, mut index: usize) {
         for level in &mut self.levels {

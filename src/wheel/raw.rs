@@ -202,6 +202,14 @@ impl Level {
     }
 }
 
+/// The heap a level of `len` lists takes: a 4-byte head and an occupancy
+/// bit each. A wheel allocates its two levels whole when it is made, for
+/// `buckets * window` and `ring` lists (see [`Wheel::with_window`]).
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(crate) fn level_bytes(len: usize) -> usize {
+    len * std::mem::size_of::<u32>() + BitSet::bytes(len)
+}
+
 /// A hashed wheel of `T` values keyed by [`Key`].
 #[derive(Debug)]
 pub(crate) struct Wheel<T> {
