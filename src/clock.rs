@@ -23,6 +23,23 @@ pub(crate) fn far_future(from: Instant) -> Instant {
     from + FAR_FUTURE
 }
 
+/// `tick` rounded up to a multiple of `grid` (1: as it is); [`NEVER`]
+/// stays never.
+#[inline]
+pub(crate) fn on_grid(tick: u64, grid: u64) -> u64 {
+    if grid <= 1 || tick >= NEVER {
+        return tick;
+    }
+    // `hashwheel::async_io`'s grid by a constant, which the compiler turns
+    // into a multiplication: this is a schedule path.
+    let up = if grid == 250 {
+        tick.div_ceil(250) * 250
+    } else {
+        tick.div_ceil(grid).saturating_mul(grid)
+    };
+    up.min(NEVER)
+}
+
 /// Which clock a timer reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Source {
@@ -106,6 +123,27 @@ impl Clock {
         }
     }
 
+    /// The tick of now plus `delay`, rounded up to a multiple of `grid`
+    /// microseconds (1: not rounded), and that instant (to the nanosecond;
+    /// `None` if the sum overflows), from one clock reading: the tick
+    /// [`tick_of`](Self::tick_of) gives that instant, without its
+    /// subtraction, so [`NEVER`] past the wheel's range or on an overflow
+    /// (where [`tick_after`](Self::tick_after) puts a delay too long to
+    /// keep [`FAR_FUTURE`] out).
+    #[inline]
+    pub(crate) fn deadline_after(&self, delay: Duration, grid: u64) -> (u64, Option<Instant>) {
+        let now = self.now();
+        let Some(deadline) = now.checked_add(delay) else {
+            return (NEVER, None);
+        };
+        let since = now.saturating_duration_since(self.start);
+        let tick = match since.checked_add(delay) {
+            Some(since) => self.ticks.ceil(since).map_or(NEVER, |tick| tick.min(NEVER)),
+            None => NEVER,
+        };
+        (on_grid(tick, grid), Some(deadline))
+    }
+
     /// The tick [`FAR_FUTURE`] after `since` (the time since the start):
     /// where a delay too long to keep goes.
     #[cold]
@@ -151,5 +189,28 @@ impl Clock {
             .checked_add(since)
             .filter(|_| tick < NEVER)
             .unwrap_or_else(|| far_future(self.start))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_grid_rounds_up_to_a_multiple_and_keeps_never() {
+        assert_eq!(on_grid(0, 1_000), 0);
+        assert_eq!(on_grid(1, 1_000), 1_000);
+        assert_eq!(on_grid(1_000, 1_000), 1_000);
+        assert_eq!(on_grid(1_001, 1_000), 2_000);
+        assert_eq!(on_grid(1_234_567, 1), 1_234_567);
+        assert_eq!(on_grid(1_234_567, 0), 1_234_567);
+        assert_eq!(on_grid(NEVER, 1_000), NEVER);
+        assert_eq!(on_grid(NEVER - 1, 1_000), NEVER, "never past NEVER");
+        for grid in [250, 1_000, 7] {
+            for tick in [5u64, 999, 12_345_678, NEVER / 3] {
+                let up = on_grid(tick, grid);
+                assert!(up >= tick && up - tick < grid && up % grid == 0, "{tick}");
+            }
+        }
     }
 }

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::clock::on_grid;
 use crate::process::Process;
 use crate::timeout::Timeout;
 use crate::timer::Timer;
@@ -383,6 +384,36 @@ impl Delay {
     /// ```
     pub fn reset(&mut self, dur: Duration) {
         self.timeout.reset(dur);
+    }
+
+    /// A delay that completes at `deadline` (at once if it has passed):
+    /// `hashwheel::async_io`'s timer and delay queue, on the same default
+    /// timer and with the same fork handling.
+    #[track_caller]
+    pub(crate) fn until(deadline: Instant) -> Delay {
+        Delay {
+            timeout: default_timer().sleep_until(deadline),
+        }
+    }
+
+    /// [`Delay::new`], and the instant it stands for (now plus `dur`, to
+    /// the nanosecond; `None` if that overflows, and the delay never
+    /// completes), from one clock reading. The delay completes at that
+    /// instant rounded up to a grid of `grid` microseconds (1: exact).
+    #[track_caller]
+    #[inline]
+    pub(crate) fn new_exact(dur: Duration, grid: u64) -> (Delay, Option<Instant>) {
+        let (timeout, deadline) = default_timer().sleep_exact_on(dur, grid);
+        (Delay { timeout }, deadline)
+    }
+
+    /// Moves the deadline to `deadline` rounded up to a grid of `grid`
+    /// microseconds from its timer's start (1: exact), as
+    /// [`reset`](Delay::reset) does.
+    #[inline]
+    pub(crate) fn reset_at(&mut self, deadline: Instant, grid: u64) {
+        let tick = on_grid(self.timeout.tick_of(deadline), grid);
+        self.timeout.reset_tick_with(tick, true, |_| {});
     }
 
     /// Moves the delay, created in another process (a forked child's

@@ -5,26 +5,15 @@
 //! See [`DelayQueue`] for the details.
 
 use std::fmt;
-use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
 use tokio::time::{Instant, Sleep};
 
-use crate::wheel::{self, Wheel};
-
-/// The queue's tick, in nanoseconds: deadlines round up to it. It divides
-/// tokio's millisecond, so a deadline on whole milliseconds stays exact, and
-/// the rounding adds at most an eighth of tokio's own resolution.
-const TICK_NS: u32 = 125_000;
-const TICKS_PER_SEC: u64 = 1_000_000_000 / TICK_NS as u64;
-/// 1024 buckets of 125 µs: one turn of the wheel is 128 ms, and its round
-/// ring of 1024 slots spans 131 s, so most deadlines are never looked at
-/// before they come due (later ones once per 131 s). 8 KiB of list heads.
-const BUCKETS: usize = 1024;
-const RING: usize = 1024;
+pub use crate::queue::Key;
+use crate::queue::{Alarm, Entry, Queue};
 
 /// A queue of values, each yielded once its deadline has passed.
 ///
@@ -136,53 +125,7 @@ const RING: usize = 1024;
 ///
 /// [`tokio_util::time::DelayQueue`]: https://docs.rs/tokio-util/0.7/tokio_util/time/struct.DelayQueue.html
 pub struct DelayQueue<T> {
-    wheel: Wheel<T>,
-    /// Tick 0 begins here.
-    start: Instant,
-    /// The last tick seen begun on the clock: everything at or before it is
-    /// due, so polling up to it needs no clock read.
-    now: u64,
-    /// Tokio's timer, armed at `armed`; made on the first poll that needs it.
-    sleep: Option<Pin<Box<Sleep>>>,
-    /// The tick `sleep` is armed at; `u64::MAX` while nothing is armed.
-    armed: u64,
-    /// The task that polled last: woken when an item is inserted or reset
-    /// before `armed`, or when the last item leaves.
-    waker: Option<Waker>,
-}
-
-/// Names an item of a [`DelayQueue`] while it is in the queue.
-///
-/// Returned by [`DelayQueue::insert`]. A key whose item has left, or from
-/// another queue, never names another item (see [`DelayQueue`]'s
-/// [Keys](DelayQueue#keys)). Twelve bytes (tokio-util's: 8, an index
-/// alone). Its `Debug` reads like tokio-util's:
-/// `Key { index: 0 }` (the slot; the generation that makes it unique is left
-/// out).
-///
-/// # Examples
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// use hashwheel::DelayQueue;
-/// use std::time::Duration;
-///
-/// let mut queue = DelayQueue::new();
-/// let key = queue.insert("foo", Duration::from_secs(5));
-/// assert_eq!(queue.remove(&key).into_inner(), "foo");
-/// assert!(queue.try_remove(&key).is_none());
-/// # }
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key(wheel::Key);
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Key")
-            .field("index", &self.0.index())
-            .finish()
-    }
+    queue: Queue<T, TokioAlarm>,
 }
 
 /// An item taken out of a [`DelayQueue`]: expired, or removed.
@@ -207,20 +150,15 @@ impl fmt::Debug for Key {
 /// # }
 /// ```
 pub struct Expired<T> {
-    data: T,
-    /// The queue's start and the item's tick: the deadline, computed only
-    /// when asked for.
-    start: Instant,
-    tick: u64,
-    key: Key,
+    entry: Entry<T>,
 }
 
 impl<T: fmt::Debug> fmt::Debug for Expired<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Expired")
-            .field("data", &self.data)
+            .field("data", &self.entry.data)
             .field("deadline", &self.deadline())
-            .field("key", &self.key)
+            .field("key", &self.entry.key)
             .finish()
     }
 }
@@ -233,7 +171,7 @@ impl<T> Expired<T> {
     /// See [`Expired`].
     #[must_use]
     pub fn get_ref(&self) -> &T {
-        &self.data
+        &self.entry.data
     }
 
     /// The value, mutably.
@@ -243,7 +181,7 @@ impl<T> Expired<T> {
     /// See [`Expired`].
     #[must_use]
     pub fn get_mut(&mut self) -> &mut T {
-        &mut self.data
+        &mut self.entry.data
     }
 
     /// The value, by value.
@@ -253,7 +191,7 @@ impl<T> Expired<T> {
     /// See [`Expired`].
     #[must_use]
     pub fn into_inner(self) -> T {
-        self.data
+        self.entry.data
     }
 
     /// The deadline the item had, rounded up to the queue's 125 µs tick.
@@ -263,7 +201,7 @@ impl<T> Expired<T> {
     /// See [`Expired`].
     #[must_use]
     pub fn deadline(&self) -> Instant {
-        instant_of(self.start, self.tick)
+        Instant::from_std(self.entry.deadline())
     }
 
     /// The key the item had.
@@ -273,43 +211,8 @@ impl<T> Expired<T> {
     /// See [`Expired`].
     #[must_use]
     pub fn key(&self) -> Key {
-        self.key
+        self.entry.key
     }
-}
-
-/// Whole ticks to cover `d`, rounded up (saturating: never).
-#[inline]
-fn ceil_ticks(d: Duration) -> u64 {
-    let part = d.subsec_nanos().div_ceil(TICK_NS);
-    d.as_secs()
-        .saturating_mul(TICKS_PER_SEC)
-        .saturating_add(u64::from(part))
-}
-
-/// Whole ticks in `d`, rounded down.
-#[inline]
-fn floor_ticks(d: Duration) -> u64 {
-    let part = d.subsec_nanos() / TICK_NS;
-    d.as_secs()
-        .saturating_mul(TICKS_PER_SEC)
-        .saturating_add(u64::from(part))
-}
-
-/// The instant tick `tick` after `start` begins.
-fn instant_of(start: Instant, tick: u64) -> Instant {
-    let nanos = (tick % TICKS_PER_SEC) as u32 * TICK_NS;
-    let since = Duration::new(tick / TICKS_PER_SEC, nanos);
-    start
-        .checked_add(since)
-        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
-}
-
-#[track_caller]
-fn stale(method: &str) -> ! {
-    panic!(
-        "hashwheel: DelayQueue::{method} with a key that names no item of this queue: \
-         its item was removed, expired or cleared, or the key is another queue's"
-    )
 }
 
 impl<T> DelayQueue<T> {
@@ -325,12 +228,7 @@ impl<T> DelayQueue<T> {
     #[must_use]
     pub fn new() -> DelayQueue<T> {
         DelayQueue {
-            wheel: Wheel::with_shape(BUCKETS, RING),
-            start: Instant::now(),
-            now: 0,
-            sleep: None,
-            armed: u64::MAX,
-            waker: None,
+            queue: Queue::new(),
         }
     }
 
@@ -371,8 +269,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[track_caller]
     pub fn insert_at(&mut self, value: T, when: Instant) -> Key {
-        let tick = self.tick_of(when);
-        self.insert_tick(value, tick)
+        self.queue.insert_at(value, when.into_std())
     }
 
     /// Inserts `value`, to come out after `timeout`, and returns its key. A
@@ -398,15 +295,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[track_caller]
     pub fn insert(&mut self, value: T, timeout: Duration) -> Key {
-        let tick = self.tick_after(timeout);
-        self.insert_tick(value, tick)
-    }
-
-    #[track_caller]
-    fn insert_tick(&mut self, value: T, tick: u64) -> Key {
-        let key = self.wheel.insert(tick, value);
-        self.wake_if_before(tick);
-        Key(key)
+        self.queue.insert(value, timeout)
     }
 
     /// Takes out the next expired item, or registers the task to be woken
@@ -416,6 +305,14 @@ impl<T> DelayQueue<T> {
     /// Items come out in deadline order; items already due when inserted or
     /// reset come out first. Cancel-safe: an item is only taken out when it
     /// is returned.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, at the first poll that waits (it arms
+    /// tokio's timer; inserts, resets and polls that find an item due need
+    /// no runtime): on another executor use
+    /// [`hashwheel::async_io::DelayQueue`](crate::async_io::DelayQueue).
+    /// On a runtime without its time driver, as `tokio::time::sleep` does.
     ///
     /// # Examples
     ///
@@ -434,44 +331,9 @@ impl<T> DelayQueue<T> {
     /// # }
     /// ```
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        if !self
-            .waker
-            .as_ref()
-            .is_some_and(|waker| waker.will_wake(cx.waker()))
-        {
-            self.waker = Some(cx.waker().clone());
-        }
-        loop {
-            if let Some(expired) = self.wheel.poll(self.now) {
-                return Poll::Ready(Some(self.expired(expired)));
-            }
-            if self.wheel.is_empty() {
-                self.armed = u64::MAX;
-                return Poll::Ready(None);
-            }
-            // Nothing due by the last clock read: read it again.
-            let now = self.now_tick();
-            if now > self.now {
-                self.now = now;
-                continue;
-            }
-            let Some(next) = self.wheel.next_tick() else {
-                // Only items that never come out: inserts and resets wake.
-                self.armed = u64::MAX;
-                return Poll::Pending;
-            };
-            if self.arm(next).poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            // The timer fired, so the clock has reached `next`.
-            let now = self.now_tick();
-            if now <= self.now {
-                // Not with tokio's clock; but never spin here.
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            self.now = now;
-        }
+        self.queue
+            .poll_expired(cx)
+            .map(|entry| entry.map(|entry| Expired { entry }))
     }
 
     /// The key of the item that comes out next, without taking it out or
@@ -495,7 +357,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[must_use]
     pub fn peek(&self) -> Option<Key> {
-        self.wheel.peek().map(Key)
+        self.queue.peek()
     }
 
     /// The deadline of the item `key` names, rounded up to the queue's
@@ -525,10 +387,7 @@ impl<T> DelayQueue<T> {
     #[must_use]
     #[track_caller]
     pub fn deadline(&self, key: &Key) -> Instant {
-        match self.try_deadline(key) {
-            Some(deadline) => deadline,
-            None => stale("deadline"),
-        }
+        Instant::from_std(self.queue.deadline(key))
     }
 
     /// The deadline of the item `key` names, as [`deadline`](Self::deadline);
@@ -552,7 +411,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[must_use]
     pub fn try_deadline(&self, key: &Key) -> Option<Instant> {
-        self.wheel.tick(key.0).map(|tick| self.instant_of(tick))
+        self.queue.try_deadline(key).map(Instant::from_std)
     }
 
     /// Removes the item `key` names and returns it, with the deadline it had.
@@ -578,9 +437,8 @@ impl<T> DelayQueue<T> {
     /// ```
     #[track_caller]
     pub fn remove(&mut self, key: &Key) -> Expired<T> {
-        match self.try_remove(key) {
-            Some(expired) => expired,
-            None => stale("remove"),
+        Expired {
+            entry: self.queue.remove(key),
         }
     }
 
@@ -602,12 +460,7 @@ impl<T> DelayQueue<T> {
     /// # }
     /// ```
     pub fn try_remove(&mut self, key: &Key) -> Option<Expired<T>> {
-        let expired = self.wheel.remove_entry(key.0)?;
-        if self.wheel.is_empty() {
-            // A task waiting on the stream sees it end.
-            self.wake();
-        }
-        Some(self.expired(expired))
+        self.queue.try_remove(key).map(|entry| Expired { entry })
     }
 
     /// Moves the item `key` names to come out at `when` (on the next poll if
@@ -634,8 +487,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[track_caller]
     pub fn reset_at(&mut self, key: &Key, when: Instant) {
-        let tick = self.tick_of(when);
-        self.reset_tick(key, tick, "reset_at");
+        self.queue.reset_at(key, when.into_std());
     }
 
     /// Moves the item `key` names to come out after `timeout` from now (on
@@ -660,16 +512,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[track_caller]
     pub fn reset(&mut self, key: &Key, timeout: Duration) {
-        let tick = self.tick_after(timeout);
-        self.reset_tick(key, tick, "reset");
-    }
-
-    #[track_caller]
-    fn reset_tick(&mut self, key: &Key, tick: u64, method: &str) {
-        if !self.wheel.reset(key.0, tick) {
-            stale(method);
-        }
-        self.wake_if_before(tick);
+        self.queue.reset(key, timeout);
     }
 
     /// Removes every item, keeping the capacity; every key becomes stale, and
@@ -690,12 +533,7 @@ impl<T> DelayQueue<T> {
     /// # }
     /// ```
     pub fn clear(&mut self) {
-        let had_items = !self.wheel.is_empty();
-        self.wheel.clear();
-        self.armed = u64::MAX;
-        if had_items {
-            self.wake();
-        }
+        self.queue.clear();
     }
 
     /// How many items the queue holds without allocating.
@@ -708,7 +546,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[must_use]
     pub fn capacity(&self) -> usize {
-        self.wheel.capacity()
+        self.queue.capacity()
     }
 
     /// How many items the queue holds, expired or not.
@@ -728,7 +566,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[must_use]
     pub fn len(&self) -> usize {
-        self.wheel.len()
+        self.queue.len()
     }
 
     /// Whether the queue holds no item (expired or not).
@@ -741,7 +579,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.wheel.is_empty()
+        self.queue.is_empty()
     }
 
     /// Makes room for at least `additional` more items.
@@ -767,7 +605,7 @@ impl<T> DelayQueue<T> {
     /// ```
     #[track_caller]
     pub fn reserve(&mut self, additional: usize) {
-        self.wheel.reserve(additional);
+        self.queue.reserve(additional);
     }
 
     /// Gives back the memory of free slots at the end of the queue's storage,
@@ -791,7 +629,7 @@ impl<T> DelayQueue<T> {
     /// # }
     /// ```
     pub fn shrink_to_fit(&mut self) {
-        self.wheel.shrink_to_fit();
+        self.queue.shrink_to_fit();
     }
 
     /// Moves items into free slots and gives back the rest, so that the
@@ -817,68 +655,7 @@ impl<T> DelayQueue<T> {
     /// # }
     /// ```
     pub fn compact(&mut self) {
-        self.wheel.compact();
-    }
-
-    /// The first tick at or after `when`.
-    fn tick_of(&self, when: Instant) -> u64 {
-        match when.checked_duration_since(self.start) {
-            Some(since) => ceil_ticks(since),
-            None => 0,
-        }
-    }
-
-    /// The first tick at or after `timeout` from now; past the horizon (so
-    /// never) if the sum overflows.
-    fn tick_after(&self, timeout: Duration) -> u64 {
-        let since = Instant::now().saturating_duration_since(self.start);
-        since.checked_add(timeout).map_or(u64::MAX, ceil_ticks)
-    }
-
-    /// The last tick that has begun by the clock.
-    fn now_tick(&self) -> u64 {
-        floor_ticks(Instant::now().saturating_duration_since(self.start))
-    }
-
-    fn instant_of(&self, tick: u64) -> Instant {
-        instant_of(self.start, tick)
-    }
-
-    /// Tokio's timer, armed at `tick`.
-    fn arm(&mut self, tick: u64) -> Pin<&mut Sleep> {
-        let at = self.instant_of(tick);
-        let moved = std::mem::replace(&mut self.armed, tick) != tick;
-        let mut made = false;
-        let sleep = self.sleep.get_or_insert_with(|| {
-            made = true;
-            Box::pin(tokio::time::sleep_until(at))
-        });
-        if moved && !made {
-            sleep.as_mut().reset(at);
-        }
-        sleep.as_mut()
-    }
-
-    #[inline]
-    fn wake_if_before(&mut self, tick: u64) {
-        if tick < self.armed && self.waker.is_some() {
-            self.wake();
-        }
-    }
-
-    fn wake(&mut self) {
-        if let Some(waker) = self.waker.take() {
-            waker.wake();
-        }
-    }
-
-    fn expired(&self, expired: wheel::Expired<T>) -> Expired<T> {
-        Expired {
-            start: self.start,
-            tick: expired.tick,
-            key: Key(expired.key),
-            data: expired.value,
-        }
+        self.queue.compact();
     }
 }
 
@@ -909,36 +686,37 @@ impl<T> fmt::Debug for DelayQueue<T> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The tokio face's alarm: one `tokio::time::Sleep`, which needs the
+/// runtime's timer.
+struct TokioAlarm(Pin<Box<Sleep>>);
 
-    #[test]
-    fn ticks_round_deadlines_up_and_the_clock_down() {
-        let d = |s, n| Duration::new(s, n);
-        assert_eq!(ceil_ticks(d(0, 0)), 0);
-        assert_eq!(ceil_ticks(d(0, 1)), 1);
-        assert_eq!(ceil_ticks(d(0, 125_000)), 1);
-        assert_eq!(ceil_ticks(d(0, 125_001)), 2);
-        assert_eq!(ceil_ticks(d(1, 999_999_999)), 16_000);
-        assert_eq!(ceil_ticks(Duration::MAX), u64::MAX);
-        assert_eq!(floor_ticks(d(0, 124_999)), 0);
-        assert_eq!(floor_ticks(d(2, 250_000)), 16_002);
-        assert_eq!(floor_ticks(Duration::MAX), u64::MAX);
-        for ns in [
-            0u64,
-            1,
-            124_999,
-            125_000,
-            999_999_999,
-            1_000_000_001,
-            5 << 40,
-        ] {
-            let d = Duration::from_nanos(ns);
-            let (c, f) = (ceil_ticks(d), floor_ticks(d));
-            assert!(u128::from(c) * 125_000 >= d.as_nanos(), "ceil below {ns}");
-            assert!(u128::from(f) * 125_000 <= d.as_nanos(), "floor above {ns}");
-            assert!(c - f <= 1);
+impl Alarm for TokioAlarm {
+    fn now() -> std::time::Instant {
+        Instant::now().into_std()
+    }
+
+    fn armed_at(at: std::time::Instant) -> TokioAlarm {
+        // The first call that needs the runtime (inserts and resets never
+        // do): fail here, saying what is missing, rather than with
+        // tokio's own "no reactor running", which names neither the queue
+        // nor what to use instead.
+        if tokio::runtime::Handle::try_current().is_err() {
+            panic!("{NO_RUNTIME}");
         }
+        TokioAlarm(Box::pin(tokio::time::sleep_until(Instant::from_std(at))))
+    }
+
+    fn reset(&mut self, at: std::time::Instant) {
+        self.0.as_mut().reset(Instant::from_std(at));
+    }
+
+    fn poll_alarm(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        std::future::Future::poll(self.0.as_mut(), cx)
     }
 }
+
+/// The panic of a queue polled outside a tokio runtime.
+const NO_RUNTIME: &str = "hashwheel::DelayQueue polled outside a tokio runtime: it waits on \
+     tokio's timer, so poll it from a task of a runtime with its time driver enabled; \
+     on another executor (smol, futures, a plain thread) use hashwheel::async_io::DelayQueue \
+     (feature `thread`), which needs no runtime";

@@ -71,6 +71,9 @@ wheel alone is [`wheel::Wheel`]."
 
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod alarm;
+#[cfg(feature = "thread")]
+#[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
+pub mod async_io;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod clock;
 #[cfg(any(feature = "tokio", feature = "thread"))]
@@ -97,6 +100,8 @@ mod interval;
 mod live;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod process;
+#[cfg(any(feature = "tokio", feature = "thread"))]
+mod queue;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
 #[cfg(any(feature = "tokio", feature = "thread"))]

@@ -934,8 +934,33 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
+    /// `delay`, to the nanosecond; `None` if that overflows (the timeout
+    /// then never completes). The timeout keeps it rounded up to the
+    /// microsecond, and up to a grid of `grid` microseconds from the
+    /// timer's start (1: none; never early), so that timeouts set alike
+    /// share the driver's turns.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn sleep_exact_on(&self, delay: Duration, grid: u64) -> (Timeout, Option<Instant>) {
+        let (tick, deadline) = self.shared.common.clock.deadline_after(delay, grid);
+        (
+            unwrap(self.timeout_at_tick(tick, delay.is_zero())),
+            deadline,
+        )
+    }
+}
+
 #[cfg(feature = "tokio")]
 impl Timer {
+    /// [`sleep_exact_on`](Timer::sleep_exact_on) without a grid.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
+        self.sleep_exact_on(delay, 1)
+    }
+
     /// `Err` with why the timer stopped, if it did.
     pub(crate) fn check_running(&self) -> Result<(), Error> {
         match self.shared.common.stop_reason() {
@@ -944,25 +969,10 @@ impl Timer {
         }
     }
 
-    /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
-    /// `delay`, to the nanosecond (the timeout keeps it rounded up to the
-    /// microsecond); `None` if that overflows (the timeout then never
-    /// completes).
-    #[track_caller]
-    pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
-        let deadline = self.shared.now().checked_add(delay);
-        let tick = deadline.map_or(NEVER, |deadline| self.shared.tick_of(deadline));
-        (
-            unwrap(self.timeout_at_tick(tick, delay.is_zero())),
-            deadline,
-        )
-    }
-
     /// A timeout of `fut` that never elapses, and never arms the driver:
     /// `tokio::time::timeout`'s for a duration too long to add to now (it
     /// has no `Sleep` at all). For `hashwheel::time` only: the `Timer`
     /// API's longest delay is tokio's "far future", 30 years.
-    #[cfg(feature = "tokio")]
     #[track_caller]
     pub(crate) fn timeout_never<F: IntoFuture>(&self, fut: F) -> WithTimeout<F::IntoFuture> {
         WithTimeout::new(

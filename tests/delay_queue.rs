@@ -455,3 +455,16 @@ fn queues_and_keys_are_plain_data() {
     // A 64-bit generation (tokio-util's key is 8 bytes, an index alone).
     assert_eq!(std::mem::size_of::<Key>(), 12);
 }
+
+/// Polled outside a tokio runtime, after an insert that needed none, the
+/// queue says what it is and what to use instead (tokio's own panic, "there
+/// is no reactor running", named neither).
+#[test]
+#[should_panic(
+    expected = "hashwheel::DelayQueue polled outside a tokio runtime: it waits on tokio's timer"
+)]
+fn polled_outside_a_runtime_panics_naming_the_queue_and_its_executor_free_twin() {
+    let mut queue = DelayQueue::new();
+    queue.insert("a", Duration::from_secs(1));
+    let _ = futures::executor::block_on(queue.next());
+}

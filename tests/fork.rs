@@ -643,3 +643,47 @@ fn start_race_body() {
     .unwrap();
     starter.join().unwrap();
 }
+
+/// `hashwheel::async_io`'s `Timer` and `DelayQueue` wait on `Delay`s:
+/// inherited by a child and polled there (after the parent polled them),
+/// a one-shot, an interval and a queue's item each fire on the child's own
+/// timer, at their instants, never before.
+#[test]
+fn inherited_async_io_timers_and_queues_fire_in_the_child() {
+    use futures::StreamExt;
+    use hashwheel::async_io;
+
+    let start = Instant::now();
+    let mut once = async_io::Timer::at(start + ms(30));
+    assert!(poll_once(&mut once).is_pending());
+    let mut beats = async_io::Timer::interval_at(start + ms(10), ms(10));
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    assert!(beats.poll_next_unpin(&mut cx).is_pending());
+    let mut queue = async_io::DelayQueue::new();
+    queue.insert("session", ms(30));
+    assert!(queue.poll_next_unpin(&mut cx).is_pending());
+    fork(
+        || {
+            let fired = block_on(&mut once);
+            let ticks_ok = (1..=3).all(|n| {
+                let due = block_on(beats.next());
+                due == Some(start + ms(10) * n) && Instant::now() >= start + ms(10) * n
+            });
+            let item = block_on(queue.next()).map(|e| e.into_inner());
+            fired == start + ms(30)
+                && Instant::now() >= fired
+                && ticks_ok
+                && item == Some("session")
+                && Instant::now() >= start + ms(30)
+        },
+        || {},
+    )
+    .unwrap();
+    // The parent's copies fire in the parent.
+    assert_eq!(block_on(&mut once), start + ms(30));
+    assert_eq!(
+        block_on(queue.next()).map(|e| e.into_inner()),
+        Some("session")
+    );
+}

@@ -13,8 +13,9 @@
 //! current-thread runtimes), `thread_driver` (`Builder::driver_thread`, on
 //! std's clock; it sleeps on a timerfd on Linux, and on the `Condvar` of
 //! other platforms when built with `--cfg hashwheel_condvar`, which CI runs
-//! this file under too), and `delay` (`hashwheel::Delay`, the process-wide
-//! thread-driven timer). A new driver is one more line in the table at the
+//! this file under too), `delay` (`hashwheel::Delay`, the process-wide
+//! thread-driven timer) and `async_io` (`hashwheel::async_io::Timer`, on the
+//! same timer). A new driver is one more line in the table at the
 //! end, with the [`Way`] that builds it.
 //!
 //! Columns, the promises and the events: [`never_early`],
@@ -27,7 +28,8 @@
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
 //! process of its own); its rows are added there.
 //!
-//! A cell left out of the table does not apply to its row: `delay` has no
+//! A cell left out of the table does not apply to its row: `delay` (and
+//! `async_io`) has no
 //! `pending()`, `stop()`, callbacks or handle to drop (its timer is the
 //! process's), and `multi_thread` no paused clock. The real-clock rows
 //! sleep a few milliseconds at most per step and assert "never early" and
@@ -431,6 +433,46 @@ impl Way for DelayWay {
     fn forget_timer(&mut self) {}
 }
 
+/// async-io's `Timer` (`hashwheel::async_io::Timer`), on the same
+/// process-wide thread-driven timer as `Delay`.
+#[cfg(feature = "thread")]
+struct AsyncIoWay;
+
+#[cfg(feature = "thread")]
+impl Way for AsyncIoWay {
+    const NAME: &'static str = "async_io";
+    const KIND: Kind = Kind::Thread;
+    const LATE: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(300);
+    fn start() -> Self {
+        AsyncIoWay
+    }
+    #[cfg(feature = "tokio")]
+    fn start_spawning() -> Self {
+        unreachable!("async_io has no callbacks")
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        unreachable!("async_io has no Timer to hand: its cells never ask")
+    }
+    fn sleep(&self, d: Duration) -> BoxFuture {
+        let timer = hashwheel::async_io::Timer::after(d);
+        Box::pin(async move {
+            timer.await;
+        })
+    }
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        Box::pin(async move { std::thread::sleep(d) })
+    }
+    fn drop_runtime(&mut self) {}
+    fn forget_timer(&mut self) {}
+}
+
 /// Lets time pass on the row's clock until `done` (bounded by
 /// [`Way::LATE`] of real time: a loaded machine may stall a thread).
 async fn until<W: Way>(way: &W, done: impl Fn() -> bool) {
@@ -442,7 +484,7 @@ async fn until<W: Way>(way: &W, done: impl Fn() -> bool) {
 
 /// Whether the row has a `Timer` (every row but `delay`).
 fn has_timer<W: Way>() -> bool {
-    W::NAME != "delay"
+    W::NAME != "delay" && W::NAME != "async_io"
 }
 
 // ---- the columns ----
@@ -977,6 +1019,11 @@ matrix! {
     ]
     #[cfg(feature = "thread")]
     delay: super::DelayWay [
+        never_early, exactly_once, cancel_at_drop, runtime_shutdown,
+        panics_contained, paused_clock,
+    ]
+    #[cfg(feature = "thread")]
+    async_io: super::AsyncIoWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
         panics_contained, paused_clock,
     ]

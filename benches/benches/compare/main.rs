@@ -42,7 +42,9 @@
 //! switches, RSS), so each contender runs in a fresh child process of this
 //! binary (`--w9-child=hashwheel|hashwheel-2ms|time|tokio|alt|pingora|floor`,
 //! `floor` being the runtime's cost with no timer and `hashwheel-2ms` a
-//! `Timer` of a 2 ms tick), which prints one `W9CHILD key=value ...` line
+//! `Timer` of a 2 ms tick; `smol-async-io|smol-hashwheel` for W9 on smol,
+//! `--only=W9S`, async-io's `Timer` against hashwheel's drop-in on a
+//! 2-thread smol executor), which prints one `W9CHILD key=value ...` line
 //! that the parent reads: nothing of one contender (threads, heap, rusage)
 //! bleeds into the other's figures.
 //!
@@ -85,6 +87,7 @@
 //!   `w9_scales`: the same at 10,000, 100,000 and 1,000,000 connections,
 //!   1 and 2 workers, in rounds (`--only=W9 --w9-scales [--w9-rounds=3]`),
 //!   and its chart `w9-scales.svg`;
+//! - `w9_smol`: W9 on smol (`W9S`): async-io's `Timer` API, two timers;
 //! - `w10`: W10 (request-timeout wrapper, on tokio and on any executor);
 //! - `w11`: W11 (growth: tail latency of insert, reset, cancel; a 1 ms
 //!   interval's lateness while a timer grows);
@@ -112,6 +115,7 @@ mod w11;
 mod w12;
 mod w9;
 mod w9_scales;
+mod w9_smol;
 
 use config::{arg, Config};
 use report::{floors, Row};
@@ -119,6 +123,9 @@ use report::{floors, Row};
 fn main() {
     let cfg = Config::from_args();
     if let Some(which) = arg::<String>("w9-child") {
+        if which.starts_with("smol-") {
+            return w9_smol::child(&which, &cfg);
+        }
         return w9::w9_child(&which, &cfg);
     }
     if let Some(which) = arg::<String>("child") {
@@ -196,6 +203,10 @@ fn main() {
         rows.extend(w9_rows);
         lines.extend(w9_lines);
         eprintln!("W9 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W9S") {
+        lines.extend(w9_smol::w9_smol(&cfg));
+        eprintln!("W9 on smol done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("W10") {
         lines.extend(w10::w10(&cfg));

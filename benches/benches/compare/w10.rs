@@ -10,7 +10,8 @@
 //! futures-timer's `Delay` in a select) and "any executor" (issue 22: a
 //! 2-thread `futures` `ThreadPool` and 2 tokio workers; futures-timer's
 //! `Delay` against async-io's `Timer`, and the thread-driven hashwheel
-//! timers with the `thread-driver` feature). Each contender runs in a child
+//! timers with the `thread-driver` feature: `Timer::timeout`, `Delay` and
+//! `hashwheel::async_io::Timer`, async-io's API, issue 38). Each contender runs in a child
 //! process of its own, rounds alternating.
 
 use std::future::Future;
@@ -72,6 +73,9 @@ const ANY_CONTENDERS: &[(&str, &str)] = &[
     ("timer-thread", "hashwheel Timer::timeout, thread driver"),
     #[cfg(feature = "thread-driver")]
     ("delay", "hashwheel::Delay (select)"),
+    // `hashwheel::async_io::Timer`, async-io's `Timer` by its `use` line.
+    #[cfg(feature = "thread-driver")]
+    ("async-io-dropin", "hashwheel::async_io::Timer (select)"),
     // ---- end of the thread-driver contenders ----
     ("futures-timer", "futures-timer Delay (select)"),
     ("async-io", "async-io Timer (select)"),
@@ -124,6 +128,16 @@ async fn requests(which: String, loops: usize, timer: Option<Timer>) {
         "async-io" => {
             for _ in 0..loops {
                 let deadline = async_io::Timer::after(D30);
+                match select(request(), deadline).await {
+                    Either::Left(_) => {}
+                    Either::Right(_) => panic!("timed out"),
+                }
+            }
+        }
+        #[cfg(feature = "thread-driver")]
+        "async-io-dropin" => {
+            for _ in 0..loops {
+                let deadline = hashwheel::async_io::Timer::after(D30);
                 match select(request(), deadline).await {
                     Either::Left(_) => {}
                     Either::Right(_) => panic!("timed out"),

@@ -26,6 +26,8 @@ const CONTENDERS: &[(&str, &str)] = &[
     ("timer-thread", "hashwheel Timer, thread driver, 50 µs tick"),
     #[cfg(feature = "thread-driver")]
     ("delay", "hashwheel::Delay"),
+    #[cfg(feature = "thread-driver")]
+    ("async-io-dropin", "hashwheel::async_io::Timer"),
     // ---- end of the thread-driver contenders ----
     ("tokio", "tokio::time::sleep"),
     ("alt", "tokio alternative timer"),
@@ -71,6 +73,10 @@ async fn sleep(which: &str, d: Duration, timer: &Option<Timer>) {
         "futures-timer" => futures_timer::Delay::new(d).await,
         "async-io" => {
             async_io::Timer::after(d).await;
+        }
+        #[cfg(feature = "thread-driver")]
+        "async-io-dropin" => {
+            hashwheel::async_io::Timer::after(d).await;
         }
         other => panic!("W12: unknown contender {other}"),
     }
@@ -313,7 +319,8 @@ pub fn w12(cfg: &Config) -> Vec<Line> {
                     );
                 }
                 // hashwheel never wakes early (the rivals are only reported).
-                let ours = which.starts_with("timer") || *which == "delay";
+                let ours =
+                    which.starts_with("timer") || *which == "delay" || *which == "async-io-dropin";
                 assert!(
                     get(&figures, "min_us") >= 0.0 || !ours,
                     "W12: hashwheel ({which}) woke a sleep early"

@@ -85,7 +85,7 @@ thread_local! {
 /// Records one heartbeat's lateness if it was due within `window`.
 /// `due` is whichever `Instant` the interval hands out (tokio's, or std's
 /// where hashwheel takes std's).
-fn w9_record(due: impl Into<Instant>, window: (Instant, Instant)) {
+pub(crate) fn w9_record(due: impl Into<Instant>, window: (Instant, Instant)) {
     let due: Instant = due.into();
     if due < window.0 || due >= window.1 {
         return;
@@ -99,7 +99,7 @@ fn w9_record(due: impl Into<Instant>, window: (Instant, Instant)) {
 }
 
 /// Count, min, p50, p99, max of all threads' histograms, in µs.
-fn w9_lateness() -> (u64, i64, u64, u64, i64) {
+pub(crate) fn w9_lateness() -> (u64, i64, u64, u64, i64) {
     let hists = HISTS.lock().unwrap();
     let mut sum = vec![0u64; HIST_BUCKETS];
     let (mut min, mut max) = (i64::MAX, i64::MIN);
@@ -125,7 +125,7 @@ fn w9_lateness() -> (u64, i64, u64, u64, i64) {
     (count, min, at(0.5), at(0.99), max)
 }
 
-fn rusage_switches() -> u64 {
+pub(crate) fn rusage_switches() -> u64 {
     // SAFETY: `usage` is a valid, writable rusage for the call's duration.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
@@ -134,7 +134,7 @@ fn rusage_switches() -> u64 {
 }
 
 /// Resident set size in bytes, from `/proc/self/statm`.
-fn rss_bytes() -> u64 {
+pub(crate) fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
         .split_whitespace()
@@ -145,7 +145,7 @@ fn rss_bytes() -> u64 {
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
 }
 
-const HEARTBEAT: Duration = Duration::from_secs(1);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
 
 async fn w9_conn_hashwheel(timer: Timer, first: Instant, window: (Instant, Instant)) {
     let mut hb = timer.interval_at(first, HEARTBEAT);
