@@ -73,7 +73,7 @@ pub(crate) struct Clock {
     /// timer adds no rounding of its own to the runtime's 1 ms.
     start: Instant,
     /// The tick in microseconds: the width of a bucket and, above 1 ms, the
-    /// grid the alarm rings on (batching).
+    /// unit the driver batches by (see `alarm`).
     pub(crate) tick_us: u64,
 }
 

@@ -5,12 +5,13 @@ use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::clock::on_grid;
+use crate::process::Process;
 use crate::timeout::Timeout;
 use crate::timer::Timer;
 
@@ -20,34 +21,98 @@ const DELAY_TICK: Duration = Duration::from_micros(50);
 /// One process's default timer: the process that claimed the slot, and
 /// the timer it started there.
 struct Slot {
-    /// The claimer's process id; 0 while free.
-    pid: AtomicU32,
+    /// The claimer ([`Process::to_bits`]); 0 while free.
+    owner: AtomicU64,
     timer: OnceLock<Timer>,
 }
 
-/// Processes down one line of forks that can each start a default timer:
-/// the first process, its child, grandchild, ... (see [`timer_of`]).
-const SLOTS: usize = 64;
-
-/// The default timers, one per process of a line of forks. A child
-/// inherits its parent's slots (their timers have no driver thread in the
-/// child) and claims one of its own.
-static DEFAULTS: [Slot; SLOTS] = [FREE; SLOTS];
-
-/// A free [`Slot`], to fill [`DEFAULTS`] with (each element is a fresh copy).
+/// A free [`Slot`], to fill the pages with (each element is a fresh copy).
 #[allow(clippy::declare_interior_mutable_const)]
 const FREE: Slot = Slot {
-    pid: AtomicU32::new(0),
+    owner: AtomicU64::new(0),
     timer: OnceLock::new(),
 };
 
-/// The slot of the timer [`Delay::new`] used last: this process's, once it
-/// has one (a child inherits its parent's index, and corrects it at its
-/// first poll of a `Delay`, see [`Delay::poll`]).
-static CURRENT: AtomicUsize = AtomicUsize::new(SLOTS);
+/// The slots of the first page: the processes of a line of forks that
+/// start a default timer each (the first process, its child, grandchild,
+/// ...) take one each, in order (see [`timer_of`]). A child inherits its
+/// parent's slots (their timers have no driver thread in the child) and
+/// claims one of its own.
+const FIRST: usize = 64;
 
-/// The default timer as [`Delay::new`] finds it: two atomic loads, no
-/// system call. In a forked child it may be the parent's until the child's
+/// Pages after the first, page `p` of `FIRST << p` slots: a line of forks
+/// may be as deep as it likes. Each page is allocated once, when a process
+/// that deep first needs it, and never moves; on a 64-bit target the
+/// slots of all 48 pages would serve 64 × (2^48 - 1) processes down one
+/// line (at tens of microseconds a fork, millennia of forking).
+const MORE: usize = usize::BITS as usize - 17;
+
+static FIRST_PAGE: [Slot; FIRST] = [FREE; FIRST];
+
+/// A page after the first: allocated by the one process that claimed it.
+struct Page {
+    /// The process allocating it ([`Process::to_bits`]); 0 while free.
+    claim: AtomicU64,
+    slots: OnceLock<Box<[Slot]>>,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE_PAGE: Page = Page {
+    claim: AtomicU64::new(0),
+    slots: OnceLock::new(),
+};
+
+static MORE_PAGES: [Page; MORE] = [FREE_PAGE; MORE];
+
+/// Where [`CURRENT`] keeps the page of a slot: its offset in the page
+/// below, the page above (in the top byte).
+const PAGE_SHIFT: u32 = usize::BITS - 8;
+
+/// The slot of the timer [`Delay::new`] used last, as `page << PAGE_SHIFT
+/// | offset`: this process's, once it has one (a child inherits its
+/// parent's, and corrects it at its first poll of a `Delay`, see
+/// [`Delay::poll`]). `usize::MAX` (no such page) until then.
+static CURRENT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// The slots of page `page`, if it exists in this process's memory.
+#[inline]
+fn page(page: usize) -> Option<&'static [Slot]> {
+    match page {
+        0 => Some(&FIRST_PAGE),
+        _ => MORE_PAGES.get(page - 1)?.slots.get().map(|slots| &**slots),
+    }
+}
+
+/// The slots of page `index` for `me` to look through: allocated if no
+/// process has claimed it. `None` where another process claimed it and
+/// this memory holds no allocation (an ancestor's thread was allocating
+/// it at the fork, and never will finish here: nothing waits on it).
+fn page_for(index: usize, me: u64) -> Option<&'static [Slot]> {
+    if let Some(slots) = page(index) {
+        return Some(slots);
+    }
+    let more = MORE_PAGES.get(index - 1)?;
+    let claimer = match more
+        .claim
+        .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => me,
+        Err(claimer) => claimer,
+    };
+    if claimer != me {
+        return None;
+    }
+    // Only this process's threads wait here, for one of their own.
+    Some(more.slots.get_or_init(|| {
+        (0..FIRST << index)
+            .map(|_| FREE)
+            .collect::<Vec<_>>()
+            .into_boxed_slice()
+    }))
+}
+
+/// The default timer as [`Delay::new`] finds it: two atomic loads (three
+/// for a process more than 64 forks down a line), no system call. In a forked child it may be the parent's until the child's
 /// first poll of a `Delay` (which moves the delay to the child's own timer).
 ///
 /// # Panics
@@ -57,46 +122,56 @@ static CURRENT: AtomicUsize = AtomicUsize::new(SLOTS);
 #[inline]
 fn default_timer() -> &'static Timer {
     let current = CURRENT.load(Ordering::Acquire);
-    match DEFAULTS.get(current).and_then(|slot| slot.timer.get()) {
+    let found = page(current >> PAGE_SHIFT)
+        .and_then(|slots| slots.get(current & ((1 << PAGE_SHIFT) - 1)))
+        .and_then(|slot| slot.timer.get());
+    match found {
         Some(timer) => timer,
-        None => timer_of(std::process::id()),
+        None => timer_of(Process::current()),
     }
 }
 
-/// The default timer of process `pid`, started on first use (a
-/// parameter, so that a test can play a forked child without forking).
+/// The default timer of `process`, started on first use (a parameter, so
+/// that a test can play a forked child without forking).
 ///
-/// Never waits on another process's slot: a child forked while a thread of
-/// its parent was starting the parent's timer would wait for ever (that
-/// thread is not in the child). It waits only for a thread of its own
-/// process that is starting this process's timer.
+/// Never waits on another process's slot or page: a child forked while a
+/// thread of its parent was starting the parent's timer (or allocating a
+/// page) would wait for ever (that thread is not in the child). It waits
+/// only for a thread of its own process doing that.
 ///
 /// # Panics
 ///
 /// If the timer's thread (or, on Linux, its timerfd) cannot be created, or
-/// in a process more than 63 forks down a line of processes that each
-/// started a default timer.
+/// in a process more forks down a line of processes that each started a
+/// default timer than all pages hold (see [`MORE`]).
 #[track_caller]
-fn timer_of(pid: u32) -> &'static Timer {
-    for (index, slot) in DEFAULTS.iter().enumerate() {
-        let owner = match slot
-            .pid
-            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => pid,
-            Err(owner) => owner,
+fn timer_of(process: Process) -> &'static Timer {
+    let me = process.to_bits();
+    for index in 0..=MORE {
+        let Some(slots) = page_for(index, me) else {
+            continue;
         };
-        if owner == pid {
-            let timer = slot.timer.get_or_init(build);
-            CURRENT.store(index, Ordering::Release);
-            return timer;
+        for (offset, slot) in slots.iter().enumerate() {
+            let owner =
+                match slot
+                    .owner
+                    .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => me,
+                    Err(owner) => owner,
+                };
+            if owner == me {
+                let timer = slot.timer.get_or_init(build);
+                CURRENT.store(index << PAGE_SHIFT | offset, Ordering::Release);
+                return timer;
+            }
         }
     }
-    panic!("hashwheel: no room for the default timer of Delay in a process {SLOTS} forks down")
+    panic!("hashwheel: no room for the default timer of Delay: a line of forks too deep")
 }
 
 /// How soon after a thread's last poll of a pending `Delay` its next one
-/// trusts the process id it read then: no `fork` fits in between. After a
+/// trusts the process it found then: no `fork` fits in between. After a
 /// fork only the forking thread lives on in the child, and that thread
 /// spent the whole `fork` in the kernel (which copies the process's page
 /// tables, among much else): tens of microseconds at the very least (93 µs
@@ -108,39 +183,46 @@ const SAME_PROCESS_WITHIN: Duration = Duration::from_micros(1);
 /// Whether the clock moves by much less than [`SAME_PROCESS_WITHIN`]
 /// between readings (a coarse clock could read the same before and after
 /// a fork); probed as a default timer starts. Until then, and with a coarse
-/// clock, every poll of a pending `Delay` reads the process id.
+/// clock, every poll of a pending `Delay` checks the process.
 static FINE_CLOCK: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
-    /// When this thread last polled a pending `Delay`, and the process it
-    /// ran in then.
-    static LAST_POLL: Cell<Option<(Instant, u32)>> = const { Cell::new(None) };
+    /// When this thread last polled a pending `Delay`, and the timer (by
+    /// [`Timeout::timer_id`]) it found to be this process's then.
+    static LAST_POLL: Cell<Option<(Instant, usize)>> = const { Cell::new(None) };
 }
 
-/// The id of this process (the fork check of a pending `Delay`'s poll):
-/// without a system call when this thread polled one less than
-/// [`SAME_PROCESS_WITHIN`] ago, a `getpid` otherwise. Each poll renews the
-/// window: a fork between two polls of this thread leaves at least the
-/// fork's length between them.
+/// Whether the timer of `timeout`, a pending `Delay`'s, is this process's
+/// (not a parent's, inherited at a fork): without a system call when this
+/// thread polled a pending `Delay` of the same timer less than
+/// [`SAME_PROCESS_WITHIN`] ago, else the timer's fork check (a `getpid`,
+/// and where the id is the timer's process's, an `F_GETLK` on the timer's
+/// witness: a child forked into a new pid namespace may have its parent's
+/// id; see `process`). Each poll renews the window: a fork between two
+/// polls of this thread leaves at least the fork's length between them.
 #[inline]
-fn process_id() -> u32 {
+fn is_here(timeout: &Timeout) -> bool {
     let now = Instant::now();
+    let timer = timeout.timer_id();
     let last = LAST_POLL.try_with(Cell::get).ok().flatten();
-    let pid = match last {
-        Some((at, pid))
-            if FINE_CLOCK.load(Ordering::Relaxed)
+    let here = match last {
+        Some((at, checked))
+            if checked == timer
+                && FINE_CLOCK.load(Ordering::Relaxed)
                 && now
                     .checked_duration_since(at)
                     .is_some_and(|since| since < SAME_PROCESS_WITHIN) =>
         {
-            pid
+            true
         }
-        // Not in the window, or a clock that went back (a child in a
-        // time namespace of its own): ask.
-        _ => std::process::id(),
+        // Not in the window, another timer, or a clock that went back (a
+        // child in a time namespace of its own): ask.
+        _ => timeout.timer_is_here(),
     };
-    let _ = LAST_POLL.try_with(|last| last.set(Some((now, pid))));
-    pid
+    if here {
+        let _ = LAST_POLL.try_with(|last| last.set(Some((now, timer))));
+    }
+    here
 }
 
 /// Whether two readings of the clock in a row differ by less than a
@@ -201,18 +283,25 @@ fn build() -> Timer {
 /// [`Delay::new`] does if the child's timer cannot start.
 ///
 /// The check is in the poll of a pending `Delay`; [`Delay::new`] and
-/// [`reset`](Delay::reset) make no system call. A poll reads the process
-/// id (`getpid`, about 100–150 ns on a virtual machine, more than the rest
-/// of a delay's life) unless the same thread polled a pending `Delay` less
-/// than a microsecond before: no fork fits in that time (only the forking
-/// thread lives on in the child, and it spent the whole fork in the
-/// kernel, tens of microseconds at the least), so a busy thread (a timeout
-/// per request) pays a clock reading instead. Safe Rust has no other cheap
-/// exact test: every flag, thread-local or shared, is copied into the
-/// child unchanged, and `pthread_atfork` or `MADV_WIPEONFORK` need
-/// `unsafe`. With a clock coarser than a quarter microsecond, every such
-/// poll reads the process id. A thread-driven [`Timer`]'s
-/// [`sleep`](Timer::sleep) makes no check at all.
+/// [`reset`](Delay::reset) make no system call. A poll asks the kernel
+/// whether this is the process whose timer the delay is on (a `getpid`,
+/// and where the id is that process's, an `F_GETLK`: the timer's process
+/// holds a record lock that no child inherits, so a child forked into a
+/// new pid namespace, which may have its parent's id, is told apart too;
+/// about 400 ns on a virtual machine, more than the rest of a delay's
+/// life) unless the same thread polled a pending `Delay` of the same timer
+/// less than a microsecond before: no fork fits in that time (only the
+/// forking thread lives on in the child, and it spent the whole fork in
+/// the kernel, tens of microseconds at the least), so a busy thread (a
+/// timeout per request) pays a clock reading instead. Safe Rust has no
+/// other cheap exact test: every flag, thread-local or shared, is copied
+/// into the child unchanged, and `pthread_atfork` or `MADV_WIPEONFORK`
+/// need `unsafe`. With a clock coarser than a quarter microsecond, every
+/// such poll asks. A thread-driven [`Timer`]'s [`sleep`](Timer::sleep)
+/// makes no check at all.
+///
+/// Any depth of forks works: each process down a line of forks gets a
+/// default timer of its own, in slots that grow as the line does.
 ///
 /// A thread-driven [`Timer`] of yours does not move: in a child, build a
 /// new one. What the child inherited of it may be dropped there (never
@@ -329,14 +418,14 @@ impl Delay {
 
     /// Moves the delay, created in another process (a forked child's
     /// parent, or the parent's timer found by [`Delay::new`] in a child
-    /// before its first poll), to the default timer of process `pid`,
-    /// keeping its deadline. The entry it leaves (in the child's copy of
+    /// before its first poll), to the default timer of `process`, keeping
+    /// its deadline. The entry it leaves (in the child's copy of
     /// the parent's timer) is removed, or left where it is if a thread of
     /// the parent held its shard's lock at the fork.
     #[track_caller]
-    fn move_to(&mut self, pid: u32) {
+    fn move_to(&mut self, process: Process) {
         let deadline = self.timeout.deadline();
-        let moved = timer_of(pid).sleep_until(deadline);
+        let moved = timer_of(process).sleep_until(deadline);
         drop(std::mem::replace(&mut self.timeout, moved));
     }
 }
@@ -350,11 +439,8 @@ impl Future for Delay {
         // The fork check: a poll may leave the delay waiting on its timer's
         // thread, which a forked child does not have (a completed delay
         // waits on nothing).
-        if !this.timeout.is_complete() {
-            let pid = process_id();
-            if this.timeout.timer_pid() != pid {
-                this.move_to(pid);
-            }
+        if !this.timeout.is_complete() && !is_here(&this.timeout) {
+            this.move_to(Process::current());
         }
         Pin::new(&mut this.timeout).poll(cx)
     }
@@ -374,20 +460,25 @@ mod tests {
     use super::*;
 
     /// The default timer of each process, without forking (that needs
-    /// `unsafe`): a process id other than the one that started the default
-    /// timer gets a timer of its own, once per process; the starter keeps
-    /// its own (`tests/fork.rs` forks).
+    /// `unsafe`): a process other than the one that started the default
+    /// timer gets a timer of its own, once per process, also one with the
+    /// same id in another pid namespace; the starter keeps its own
+    /// (`tests/fork.rs` forks).
     #[test]
     fn a_forked_child_gets_a_default_timer_of_its_own() {
-        let me = std::process::id();
+        let me = Process::current();
         let parent = timer_of(me) as *const Timer;
         assert_eq!(default_timer() as *const Timer, parent);
-        let child = me.wrapping_add(1);
+        let child = Process::from_bits(me.to_bits() + 1);
         let in_child = timer_of(child);
         assert_ne!(in_child as *const Timer, parent, "a new timer in the child");
         assert!(std::ptr::eq(timer_of(child), in_child), "once");
-        let grandchild = me.wrapping_add(2);
+        let grandchild = Process::from_bits(me.to_bits() + 2);
         assert!(!std::ptr::eq(timer_of(grandchild), in_child));
+        let namesake = Process::from_bits(me.to_bits() ^ 1 << 32);
+        assert_eq!(namesake.pid(), me.pid());
+        let in_namesake = timer_of(namesake) as *const Timer;
+        assert_ne!(in_namesake, parent, "the parent's id, another namespace");
         assert_eq!(timer_of(me) as *const Timer, parent);
         // The child's timer works.
         let start = std::time::Instant::now();
@@ -396,5 +487,33 @@ mod tests {
             std::thread::sleep(Duration::from_micros(200));
         }
         assert!(start.elapsed() >= Duration::from_millis(2));
+    }
+
+    /// Past the first page of slots (a process more than 63 forks down a
+    /// line used to panic), each page is twice the one before, allocated
+    /// by the first process that needs it; a page another process claimed
+    /// but this memory holds no allocation of (its thread was allocating it
+    /// at the fork) is passed over, not waited on.
+    #[test]
+    fn pages_of_slots_grow_without_waiting_on_another_process() {
+        let me = Process::current().to_bits();
+        let first = page_for(1, me).expect("claimed and allocated");
+        assert_eq!(first.len(), FIRST << 1);
+        let other = me + 1;
+        assert!(
+            std::ptr::eq(page_for(1, other).unwrap(), first),
+            "allocated: anyone's"
+        );
+        let last = &MORE_PAGES[MORE - 1];
+        last.claim.store(other, Ordering::SeqCst);
+        assert!(
+            page_for(MORE, me).is_none(),
+            "another's, never allocated here"
+        );
+        assert!(page_for(MORE + 1, me).is_none(), "past the last page");
+        assert!(
+            page(MORE - 1).is_none(),
+            "pages are allocated only when needed"
+        );
     }
 }

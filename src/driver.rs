@@ -9,10 +9,10 @@
 //! alarm for the next tick with work; with nothing pending it leaves it
 //! disarmed and costs nothing. An insert earlier than the armed tick arms
 //! it earlier itself (see [`Common::note_deadline`]). The alarm is a ring
-//! of three runtime timers, one millisecond (or tick, where the tick is
-//! coarser) apart, which keeps that re-arm from unparking the runtime's
-//! driver and, turn after turn, re-registers one of them (see
-//! `alarm/runtime.rs`).
+//! of three runtime timers, a turn of the driver's grid apart (a
+//! millisecond, or the whole milliseconds of a coarser tick), which keeps
+//! that re-arm from unparking the runtime's driver and, turn after turn,
+//! re-registers one of them (see `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's
 //! [`crate::TaskExecutor`] (see `executor.rs`): spawned as

@@ -669,7 +669,10 @@ impl fmt::Debug for Interval {
 /// nanoseconds, on a timer of a tick of `tick_us` microseconds: tokio's
 /// 5 ms, and with a tick over 1 ms, what it adds to the lateness of the
 /// runtime's 1 ms (a timeout on time may then fire up to a tick after its
-/// deadline, where tokio's fires within a millisecond).
+/// deadline, where tokio's fires within a millisecond). With the default
+/// 1 ms tick a timeout fires when tokio's `Sleep` would, so the tolerance
+/// is tokio's own: it used to be 5 ms plus a tick, and a tick taken 5.5 ms
+/// late counted as on time where tokio's counted it missed.
 fn tolerance(tick_us: u64) -> i64 {
     let extra_us = tick_us.saturating_sub(1_000);
     TOLERANCE_NS.saturating_add(i64::try_from(extra_us.saturating_mul(1_000)).unwrap_or(i64::MAX))

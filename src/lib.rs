@@ -99,6 +99,8 @@ mod interval;
 #[cfg(feature = "tokio")]
 mod live;
 #[cfg(any(feature = "tokio", feature = "thread"))]
+mod process;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod queue;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;

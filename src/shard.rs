@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::alarm::Alarm;
 use crate::clock::Clock;
 use crate::error::{Error, StopReason};
+use crate::process::Process;
 use crate::stats::{Lateness, Stats};
 use crate::wheel::raw::{level_bytes, Expired, Key, Wheel, NEVER};
 use crate::wheel::store::Sparse;
@@ -40,7 +41,7 @@ pub(crate) struct Shared {
 pub(crate) struct Common {
     /// The process that built the timer. A child forked from it inherits
     /// the timer's memory but none of its threads: see [`lock_unless_forked`].
-    pub(crate) pid: u32,
+    pub(crate) process: Process,
     /// The timer's clock, and its ticks.
     pub(crate) clock: Clock,
     /// The driver's alarm (see `alarm`): a runtime timer, or the driver
@@ -89,21 +90,25 @@ pub(crate) const IDLE: u8 = 0;
 /// A turn runs.
 pub(crate) const TURNING: u8 = 1;
 
-/// Locks `mutex`, ignoring poisoning, unless this is a child forked from
-/// process `pid` and the lock is held: `None` then.
+/// Locks `mutex`, ignoring poisoning, unless the lock is held and `here`
+/// says this is a child forked from the process that built the timer:
+/// `None` then.
 ///
 /// After `fork` only the forking thread lives on in the child, so a lock
 /// another thread held at the fork (the driver's thread in a turn, say) is
 /// held for ever there, and waiting for it would hang the child. The lock
 /// is tried first: free, it is taken as `lock` would (the same atomic
-/// swap, no system call); held, the process id (a system call) tells a
-/// parent's ordinary wait from a child's endless one. The parent's hot
-/// path pays nothing.
-pub(crate) fn lock_unless_forked<T>(mutex: &Mutex<T>, pid: u32) -> Option<MutexGuard<'_, T>> {
+/// swap, no system call); held, the process ([`Common::is_here`]) tells a
+/// parent's ordinary wait from a child's endless one. The parent's
+/// uncontended path pays nothing.
+pub(crate) fn lock_unless_forked<T>(
+    mutex: &Mutex<T>,
+    here: impl FnOnce() -> bool,
+) -> Option<MutexGuard<'_, T>> {
     match mutex.try_lock() {
         Ok(guard) => Some(guard),
         Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-        Err(TryLockError::WouldBlock) if std::process::id() != pid => None,
+        Err(TryLockError::WouldBlock) if !here() => None,
         Err(TryLockError::WouldBlock) => Some(
             mutex
                 .lock()
@@ -189,7 +194,8 @@ impl Shared {
         alarm: Alarm,
     ) -> Arc<Shared> {
         let common = Arc::new(Common {
-            pid: std::process::id(),
+            // A thread's alarm read it already.
+            process: alarm.process().unwrap_or_else(Process::current),
             clock: Clock::new(alarm.source(), tick_us),
             alarm,
             planned: AtomicU64::new(u64::MAX),
@@ -292,14 +298,26 @@ impl Shared {
         self.common.tasks_done(n);
     }
 
+    /// Timeouts and tasks neither fired nor cancelled, over every shard.
+    /// In a forked child, a shard whose lock a thread of the parent held at
+    /// the fork (for ever, there) is left out: reading it would hang.
     pub(crate) fn pending(&self) -> usize {
         if self.is_stopped() {
             return 0;
         }
-        self.shards.iter().map(|s| s.pending()).sum()
+        self.shards
+            .iter()
+            .filter_map(|shard| {
+                let state = shard.lock_unless_forked()?;
+                Some(shard.pending_locked(&state))
+            })
+            .sum()
     }
 
-    /// The counts of every shard, summed. Locks each shard in turn.
+    /// The counts of every shard, summed. Locks each shard in turn; in a
+    /// forked child, a shard whose lock a thread of the parent held at the
+    /// fork gives only its counts kept without the lock (see
+    /// [`pending`](Self::pending)).
     pub(crate) fn stats(&self) -> Stats {
         let stopped = self.is_stopped();
         let mut stats = Stats {
@@ -314,13 +332,14 @@ impl Shared {
             lateness: Lateness::new(),
         };
         for shard in self.shards.iter() {
-            let state = shard.lock();
-            let counts = state.counts;
-            if !stopped {
-                stats.pending += shard.pending_locked(&state);
+            let mut counts = Counts::default();
+            if let Some(state) = shard.lock_unless_forked() {
+                counts = state.counts;
+                if !stopped {
+                    stats.pending += shard.pending_locked(&state);
+                }
+                stats.lateness.merge(&state.lateness);
             }
-            stats.lateness.merge(&state.lateness);
-            drop(state);
             let unlocked = &shard.unlocked;
             stats.fired += counts.fired + unlocked.fired.load(Ordering::Relaxed);
             stats.cancelled += counts.cancelled + unlocked.cancelled.load(Ordering::Relaxed);
@@ -341,7 +360,7 @@ impl Shared {
     }
 
     pub(crate) fn stop(&self) -> Vec<Arc<TaskInner>> {
-        if std::process::id() != self.common.pid {
+        if !self.common.is_here() {
             // A forked child's copy of its parent's timer: it only marks
             // it stopped. Its entries belong to the parent's tasks (whose
             // wakers are not to be called here), a thread of the parent
@@ -493,6 +512,18 @@ impl Common {
         self.stopped.load(Ordering::Acquire) != RUNNING
     }
 
+    /// Whether this is the process that built the timer, and not a child
+    /// forked from it: a thread-driven timer's alarm tells cheaply (a
+    /// `getpid` and an `F_GETLK`, see `process`); otherwise a `getpid`, and
+    /// where the id matches, a read of the pid namespace (a child forked
+    /// into a new one may have its parent's id). Slow paths only.
+    pub(crate) fn is_here(&self) -> bool {
+        match self.alarm.is_here() {
+            Some(here) => here,
+            None => self.process.is_current(),
+        }
+    }
+
     /// Marks the timer stopped for `reason` (one of the stopped states);
     /// returns whether it was running. Only the first stop counts.
     fn mark_stopped(&self, reason: u8) -> bool {
@@ -555,7 +586,7 @@ impl Common {
             // A forked child whose parent held the lock at the fork (its
             // driver finishing tasks) leaves the count alone: nothing may
             // wait here for ever.
-            let Some(mut keep) = lock_unless_forked(&self.keep_alive, self.pid) else {
+            let Some(mut keep) = lock_unless_forked(&self.keep_alive, || self.is_here()) else {
                 return;
             };
             // Each task takes the count before it enters the wheel and gives
@@ -658,12 +689,34 @@ impl Shard {
     /// [`lock_unless_forked`]). Contended in the process that built the
     /// timer, it waits as [`lock`](Self::lock) does (spinning first on a
     /// thread-driven timer).
+    ///
+    /// Taken, the lock is tried a few more times (a spin of about a
+    /// microsecond, as `std`'s own mutex spins before it sleeps) once
+    /// `getpid` has found the timer's process id: the parent's lock is
+    /// held for microseconds at most, and telling the parent from a child
+    /// forked into a new pid namespace (the same id) takes a read of the
+    /// namespace, several microseconds (see [`Process`]).
     pub(crate) fn lock_unless_forked(&self) -> Option<MutexGuard<'_, ShardState>> {
-        match self.try_lock() {
-            Some(guard) => Some(guard),
-            None if std::process::id() != self.common.pid => None,
-            None => Some(self.lock_contended()),
+        if let Some(guard) = self.try_lock() {
+            return Some(guard);
         }
+        if std::process::id() != self.common.process.pid() {
+            return None; // a child of the usual kind
+        }
+        let mut backoff = 1;
+        while backoff <= MAX_SPIN {
+            for _ in 0..backoff {
+                std::hint::spin_loop();
+            }
+            backoff *= 2;
+            if let Some(guard) = self.try_lock() {
+                return Some(guard);
+            }
+        }
+        if !self.common.is_here() {
+            return None;
+        }
+        Some(self.lock_contended())
     }
 
     /// An entry went into this shard's wheel, under its lock: the driver
@@ -703,11 +756,7 @@ impl Shard {
     }
 
     /// Timeouts and tasks of this shard neither fired nor cancelled.
-    fn pending(&self) -> usize {
-        self.pending_locked(&self.lock())
-    }
-
-    /// [`pending`](Self::pending), for a caller that holds the lock.
+    /// The pending count, for a caller that holds the lock.
     fn pending_locked(&self, state: &ShardState) -> usize {
         // Read under the lock: every release counted in `released` is
         // ordered after its timeout's creation, which `pending` holds. Both

@@ -131,15 +131,21 @@ const TIMERS_DISABLED: &str = "A Tokio 1.x context was found, but timers are dis
 /// What tokio's `interval` and `interval_at` panic with for a zero period.
 const ZERO_PERIOD: &str = "`period` must be non-zero.";
 
-/// `duration` from now, or tokio's "far future" (about 30 years, where its
-/// `sleep` and `timeout` put a deadline too far to add to now, so that under
-/// paused time the runtime auto-advances to it rather than waiting for ever)
-/// if that overflows, as tokio computes its deadlines.
+/// tokio's `safe_delay` (tokio 1.54, `time/mod.rs`): a duration capped at
+/// about 30 years ([`FAR_FUTURE`], tokio's figure), which tokio applies to
+/// the duration of every [`sleep`], to an interval's period and to
+/// `Interval::reset_after`, so that their deadlines are always instants
+/// (and, under paused time, the runtime auto-advances to them rather than
+/// waiting for ever). Its `timeout` is not capped: see [`timeout`].
+fn safe_delay(duration: Duration) -> Duration {
+    duration.min(FAR_FUTURE)
+}
+
+/// tokio's `sleep` deadline for a duration past [`FAR_FUTURE`]: now plus
+/// [`safe_delay`] of it, about 30 years out, to the nanosecond.
 #[cold]
-fn deadline_after(duration: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(duration)
-        .unwrap_or_else(|| Instant::from_std(far_future(now.into_std())))
+fn capped_deadline() -> Instant {
+    Instant::from_std(far_future(Instant::now().into_std()))
 }
 
 /// Each runtime's default timer, by runtime id. Few entries: one per live
@@ -322,8 +328,10 @@ impl Timer {
 /// Waits until `duration` has elapsed: [`tokio::time::sleep`] on the
 /// current runtime's default [`Timer`].
 ///
-/// The deadline is kept to the microsecond and never fires early; a
-/// duration too large to add to now sleeps about 30 years, as tokio's.
+/// The deadline is now plus `duration`, capped at about 30 years (tokio's
+/// `safe_delay`: 86,400 × 365 × 30 seconds), to the nanosecond as tokio's
+/// [`Sleep::deadline`] reports it; the timer keeps it to the microsecond
+/// and never fires early.
 ///
 /// # Panics
 ///
@@ -344,11 +352,12 @@ impl Timer {
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
     if duration > FAR_FUTURE {
-        return sleep_until(deadline_after(duration));
+        return sleep_until(capped_deadline());
     }
     with_current(|timer| match timer.sleep_exact(duration) {
         (timeout, Some(deadline)) => Sleep::new(timeout, Instant::from_std(deadline)),
-        (timeout, None) => Sleep::new(timeout, deadline_after(duration)),
+        // Now plus at most 30 years overflowed: tokio panics here too.
+        (_, None) => panic!("overflow when adding duration to instant"),
     })
 }
 
@@ -380,6 +389,10 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// on the current runtime's default [`Timer`]. The future is polled first,
 /// so one that is ready at the deadline still completes with `Ok`.
 ///
+/// As tokio's, the duration is not capped at 30 years (unlike [`sleep`]'s):
+/// the deadline is now plus `duration`, and a duration too long to add to
+/// now (`Duration::MAX`) never elapses.
+///
 /// # Panics
 ///
 /// Outside a tokio runtime, or on a runtime without a time driver.
@@ -400,7 +413,11 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
     let future = future.into_future();
     if duration > FAR_FUTURE {
-        return timeout_at(deadline_after(duration), future);
+        return match Instant::now().checked_add(duration) {
+            Some(deadline) => timeout_at(deadline, future),
+            // tokio's has no deadline then, and never elapses.
+            None => with_current(|timer| timer.timeout_never(future)),
+        };
     }
     with_current(|timer| timer.timeout(duration, future))
 }
@@ -433,6 +450,8 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 
 /// An [`Interval`] that ticks at once, then every `period`:
 /// [`tokio::time::interval`] on the current runtime's default [`Timer`].
+/// A period over about 30 years is capped there, as tokio's (its
+/// [`period`](Interval::period) says so).
 ///
 /// # Panics
 ///
@@ -457,11 +476,13 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 pub fn interval(period: Duration) -> Interval {
     // Before the runtime is looked for, as tokio's.
     assert!(period > Duration::ZERO, "{ZERO_PERIOD}");
-    Interval(with_current(|timer| timer.interval(period)))
+    Interval(with_current(|timer| timer.interval(safe_delay(period))))
 }
 
 /// An [`Interval`] that ticks first at `start`, then every `period`:
 /// [`tokio::time::interval_at`] on the current runtime's default [`Timer`].
+/// A period over about 30 years is capped there, as tokio's; `start` is
+/// not.
 ///
 /// # Panics
 ///
@@ -483,7 +504,9 @@ pub fn interval(period: Duration) -> Interval {
 #[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
     assert!(period > Duration::ZERO, "{ZERO_PERIOD}");
-    Interval(with_current(|timer| timer.interval_at(start, period)))
+    Interval(with_current(|timer| {
+        timer.interval_at(start, safe_delay(period))
+    }))
 }
 
 /// The stream of [`interval`] and [`interval_at`]: tokio's `Interval`, on a
@@ -532,9 +555,10 @@ impl Interval {
         self.0.reset_immediately();
     }
 
-    /// The next tick `after` from now: see [`crate::Interval::reset_after`].
+    /// The next tick `after` from now, capped at about 30 years as tokio's:
+    /// see [`crate::Interval::reset_after`].
     pub fn reset_after(&mut self, after: Duration) {
-        self.0.reset_after(after);
+        self.0.reset_after(safe_delay(after));
     }
 
     /// The next tick at `deadline`: see [`crate::Interval::reset_at`].

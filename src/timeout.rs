@@ -478,10 +478,18 @@ impl Timeout {
         matches!(self.kind(), FIRED | CANCELLED)
     }
 
-    /// The process that built the timer (see `shard::lock_unless_forked`).
+    /// Whether this is the process that built the timer, not a child
+    /// forked from it (see `Common::is_here`; a slow path).
     #[cfg(feature = "thread")]
-    pub(crate) fn timer_pid(&self) -> u32 {
-        self.shard.common.pid
+    pub(crate) fn timer_is_here(&self) -> bool {
+        self.shard.common.is_here()
+    }
+
+    /// The timer's identity within a process: the address of its shared
+    /// state.
+    #[cfg(feature = "thread")]
+    pub(crate) fn timer_id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.shard.common) as usize
     }
 
     /// Whether the timer stopped: one atomic load.

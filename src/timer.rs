@@ -218,8 +218,8 @@ impl Timer {
     /// The deadline is kept to the microsecond: the timeout never completes
     /// early, and on a light load completes when a `tokio::time::Sleep` with
     /// the same deadline would (the runtime's timer has a 1 ms resolution),
-    /// or, with a [tick](Builder::tick) over 1 ms, at the next multiple of
-    /// the tick (under load, up to a tick later):
+    /// or, with a [tick](Builder::tick) over 1 ms, at most a tick after its
+    /// deadline, batched with others (under load, up to a tick later):
     /// see [Lateness](crate#lateness) for the figures on the real clock.
     /// A zero `delay` completes on the first poll. A `delay` too long to
     /// keep (`Duration::MAX`, or one whose deadline overflows or lies over
@@ -615,6 +615,9 @@ impl Timer {
     /// Exact once concurrent operations finish: dropping a [`Timeout`]
     /// lowers it before `drop` returns. A timeout counts from its creation,
     /// whether or not it was polled yet. Zero once the timer is stopped.
+    /// In a child forked from the timer's process, a shard whose lock a
+    /// thread of the parent held at the fork (held for ever, there) is left
+    /// out rather than waited for.
     ///
     /// # Examples
     ///
@@ -783,7 +786,10 @@ impl Timer {
     ///
     /// The counters are kept per shard, mostly under locks the operations
     /// take anyway, so they cost next to nothing to keep; this method locks
-    /// each shard briefly to read them.
+    /// each shard briefly to read them. In a child forked from the timer's
+    /// process, a shard whose lock a thread of the parent held at the fork
+    /// gives only what it counts without the lock (see
+    /// [`pending`](Timer::pending)).
     ///
     /// # Examples
     ///
@@ -964,6 +970,18 @@ impl Timer {
         }
     }
 
+    /// A timeout of `fut` that never elapses, and never arms the driver:
+    /// `tokio::time::timeout`'s for a duration too long to add to now (it
+    /// has no `Sleep` at all). For `hashwheel::time` only: the `Timer`
+    /// API's longest delay is tokio's "far future", 30 years.
+    #[track_caller]
+    pub(crate) fn timeout_never<F: IntoFuture>(&self, fut: F) -> WithTimeout<F::IntoFuture> {
+        WithTimeout::new(
+            fut.into_future(),
+            unwrap(self.timeout_at_tick(NEVER, false)),
+        )
+    }
+
     /// Whether `self` and `other` are handles to the same timer.
     pub(crate) fn same(&self, other: &Timer) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -1120,10 +1138,15 @@ impl Builder {
     /// default 1 ms (the runtime timer's own resolution) the timer adds no
     /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
     /// deadline would, under load too. A coarser tick batches: the driver
-    /// turns at most once per tick, on multiples of the tick since the
-    /// timer was built, so a timeout fires at the first of them at or after
-    /// its deadline (at most one tick late), and far fewer wake-ups serve
-    /// many timeouts: the knob that trades lateness for CPU. On W9
+    /// turns at most once per tick, a timeout fires at most one tick late
+    /// (never early), and far fewer wake-ups serve many timeouts: the knob
+    /// that trades lateness for CPU. A thread-driven timer turns on
+    /// multiples of the tick since it was built. A runtime's timer rings
+    /// only on its own whole milliseconds (counted from the runtime's
+    /// start), so a timer driven by one turns on those, once per whole
+    /// millisecond of the tick: a 2 or 2.5 ms tick every 2 ms, a 1.5 ms
+    /// tick every millisecond as a 1 ms tick does (a turn every 1.5 ms
+    /// could not keep every timeout within 1.5 ms of its deadline). On W9
     /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
     /// less often and costs 0.71–0.92× `tokio::time`'s CPU at 10,000 and
     /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),

@@ -182,6 +182,169 @@ fn a_fork_takes_far_longer_than_delays_window() {
     }
 }
 
+/// A line of forks deeper than any fixed table: each process down a line
+/// of 100 starts a default timer of its own (a `Delay` that completes),
+/// then forks the next. Before the fix the 65th panicked ("no room for the
+/// default timer of Delay in a process 64 forks down"): the default
+/// timers sat in a table of 64 slots.
+#[test]
+fn a_line_of_forks_deeper_than_any_fixed_table() {
+    /// The process `depth` forks from the end of the line.
+    fn line(depth: u32) -> bool {
+        let deadline = Instant::now() + ms(1);
+        if !completes(Delay::new(ms(1)), deadline) {
+            return false;
+        }
+        depth == 0 || fork(|| line(depth - 1), || {}).is_ok()
+    }
+    assert!(line(100));
+}
+
+// ---- a child with its parent's process id ----
+
+/// Exit status of a child that could not make a pid namespace.
+const NO_NAMESPACE: i32 = 77;
+
+/// Runs `body` as pid 1 of a pid namespace of its own (a container's
+/// init, say), in a grandchild: the child unshares the pid namespace for
+/// its children and forks. `None` (with the reason printed) where
+/// `unshare(CLONE_NEWPID)` is refused (not root, or a seccomp filter): the
+/// caller skips.
+fn as_pid_1(body: impl FnOnce() -> bool) -> Option<Result<(), String>> {
+    // SAFETY: the child runs only what follows and then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: a plain system call; its failure is reported below.
+            if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+                let err = std::io::Error::last_os_error();
+                eprintln!("skipped: unshare(CLONE_NEWPID) refused: {err}");
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(NO_NAMESPACE) };
+            }
+            fork(|| std::process::id() == 1 && body(), || {})
+                .map_err(|err| eprintln!("pid 1: {err}"))
+                .is_ok()
+        }))
+        .unwrap_or(false);
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer; our own child (the watchdog
+    // is the grandchild's, below it).
+    let done = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(done, pid, "waitpid failed");
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, NO_NAMESPACE) => None,
+        (true, 0) => Some(Ok(())),
+        _ => Some(Err(format!("failed (wait status {status:#x})"))),
+    }
+}
+
+/// Forks a child into a pid namespace of its own, where it is pid 1, from
+/// a process that is pid 1 of its own: the child has its parent's id.
+fn fork_namesake(child: impl FnOnce() -> bool, parent: impl FnOnce()) -> Result<(), String> {
+    // SAFETY: a plain system call.
+    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        return Err(format!(
+            "unshare(CLONE_NEWPID) in pid 1: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    fork(|| std::process::id() == 1 && child(), parent)
+}
+
+/// Skips (saying why) where no pid namespace could be made.
+fn unless_skipped(result: Option<Result<(), String>>) {
+    match result {
+        None => eprintln!("skipped: no pid namespace of our own here (see above)"),
+        Some(result) => result.unwrap(),
+    }
+}
+
+/// Issue 37, item 4: a child with its parent's process id (pid 1 forking
+/// into a new pid namespace) starts a default timer of its own, and a
+/// `Delay` it inherited completes there. Every fork check compared
+/// `getpid`, which the namespace fools: the child's `Delay` waited for
+/// ever on its parent's timer, whose thread it does not have (10 of 10).
+#[test]
+fn a_child_with_its_parents_pid_starts_a_default_timer_of_its_own() {
+    unless_skipped(as_pid_1(|| {
+        let deadline = Instant::now() + ms(1);
+        if !completes(Delay::new(ms(1)), deadline) {
+            return false;
+        }
+        let inherited_deadline = Instant::now() + ms(30);
+        let mut inherited = Delay::new(ms(30));
+        if poll_once(&mut inherited).is_ready() {
+            return false;
+        }
+        fork_namesake(
+            || {
+                let deadline = Instant::now() + ms(5);
+                completes(Delay::new(ms(5)), deadline)
+                    && completes(&mut inherited, inherited_deadline)
+            },
+            || {},
+        )
+        .map_err(|err| eprintln!("{err}"))
+        .is_ok()
+    }));
+}
+
+/// Issue 37, item 4: a child with its parent's process id that arms and
+/// stops the thread-driven `Timer` it inherited leaves the parent's alarm
+/// alone (the timerfd is the parent's too). It used to set the shared
+/// timerfd, ending the parent's periodic alarm without the parent knowing,
+/// so that the parent's pending sleeps made no progress until an insert
+/// set it again (the issue saw 6 runs of 20 stall for 5 s; here nothing is
+/// inserted after the fork, and every run without the fix stalls).
+#[test]
+fn a_child_with_its_parents_pid_leaves_its_parents_alarm_alone() {
+    unless_skipped(as_pid_1(|| {
+        let Ok(timer) = Timer::builder()
+            .tick(Duration::from_micros(50))
+            .driver_thread()
+            .build()
+        else {
+            return false;
+        };
+        // Sleeps 10 µs apart for 200 ms, all registered before the fork:
+        // work within a tick of every turn, so the parent's alarm rings on
+        // every tick of its grid, set once, all along.
+        let start = Instant::now() + ms(20);
+        let end = start + ms(200);
+        let mut sleeps: Vec<_> = (0..20_000u32)
+            .map(|i| timer.sleep_until(start + Duration::from_micros(10) * i))
+            .collect();
+        for sleep in &mut sleeps {
+            if poll_once(sleep).is_ready() {
+                return false;
+            }
+        }
+        let waiter = thread::spawn(move || block_on(futures::future::join_all(sleeps)));
+        thread::sleep(start + ms(10) - Instant::now());
+        let child_timer = timer.clone();
+        let forked = fork_namesake(move || arm_and_stop(child_timer), || {});
+        if let Err(err) = forked {
+            eprintln!("{err}");
+            return false;
+        }
+        while !waiter.is_finished() {
+            if Instant::now() > end + LIMIT / 4 {
+                eprintln!("the parent's timer stalled after its namesake's fork");
+                timer.stop(); // wakes the waiter
+                let _ = waiter.join();
+                return false;
+            }
+            thread::sleep(ms(1));
+        }
+        waiter.join().is_ok() && Instant::now() >= end && !timer.is_stopped()
+    }));
+}
+
 // ---- a thread paused under a shard's lock at the fork ----
 
 thread_local! {
@@ -193,6 +356,18 @@ thread_local! {
 /// A thread is paused in an allocation; `RESUME` lets it go on.
 static PAUSED: AtomicBool = AtomicBool::new(false);
 static RESUME: AtomicBool = AtomicBool::new(false);
+/// Held by a test that pauses a thread: one at a time.
+static PAUSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`PAUSING`] and clears the flags of the last test that paused.
+fn pausing() -> std::sync::MutexGuard<'static, ()> {
+    let guard = PAUSING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    PAUSED.store(false, Ordering::SeqCst);
+    RESUME.store(false, Ordering::SeqCst);
+    guard
+}
 /// A page of a shard's storage: its first allocation past the first page
 /// is made under the shard's lock.
 const PAUSE_MIN: usize = 256;
@@ -239,6 +414,7 @@ fn wait_for(flag: &AtomicBool) {
 /// `Timeout::clear`.
 #[test]
 fn a_child_never_waits_for_a_lock_its_parent_held() {
+    let _one_at_a_time = pausing();
     let (send, recv) = std::sync::mpsc::channel();
     // Before the delays are made: not after their deadline.
     let deadline = Instant::now() + ms(20);
@@ -286,6 +462,65 @@ fn a_child_never_waits_for_a_lock_its_parent_held() {
     result.unwrap();
 }
 
+/// A child reads `stats()`, `pending()` and the `Debug` text of a
+/// thread-driven `Timer` it inherited while a thread of its parent held
+/// the timer's shard lock (for ever, in the child): none waits for the
+/// lock (the shard's figures are left out). They took the lock without
+/// the fork check of the other paths, and hung.
+#[test]
+fn a_childs_stats_and_pending_never_wait_for_a_lock_its_parent_held() {
+    let _one_at_a_time = pausing();
+    let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
+    let holder = {
+        let timer = timer.clone();
+        thread::spawn(move || {
+            // Registers sleeps (no allocation outside the lock: `keep`
+            // has room) until one needs a new page, allocated under the
+            // lock.
+            let mut keep = Vec::with_capacity(100_000);
+            PAUSE_NEXT.with(|p| p.set(true));
+            while !PAUSED.load(Ordering::SeqCst) && keep.len() < keep.capacity() {
+                let mut sleep = timer.sleep(ms(3_600_000));
+                assert!(poll_once(&mut sleep).is_pending());
+                keep.push(sleep);
+            }
+            PAUSE_NEXT.with(|p| p.set(false));
+            keep
+        })
+    };
+    wait_for(&PAUSED);
+    let result = fork(
+        || {
+            let stats = timer.stats();
+            let pending = timer.pending();
+            let text = format!("{timer:?}");
+            stats.pending == 0 && pending == 0 && text.contains("pending: 0")
+        },
+        || RESUME.store(true, Ordering::SeqCst),
+    );
+    let keep = holder.join().unwrap();
+    assert!(
+        PAUSED.load(Ordering::SeqCst),
+        "no page allocated in {}",
+        keep.len()
+    );
+    result.unwrap();
+    assert_eq!(timer.pending(), keep.len(), "the parent's figures");
+    assert_eq!(timer.stats().pending, keep.len());
+}
+
+/// What a child does to the thread-driven `Timer` it inherited that would
+/// set the timerfd it shares with its parent: an insert earlier than the
+/// alarm arms it, then a stop shuts it.
+fn arm_and_stop(timer: Timer) -> bool {
+    let mut soon = timer.sleep(Duration::from_nanos(1_500));
+    let _ = poll_once(&mut soon);
+    timer.stop();
+    drop(soon);
+    drop(timer);
+    true
+}
+
 /// A child that stops, or arms, the thread-driven `Timer` it inherited
 /// leaves the parent's alarm alone: the timerfd is the parent's too (the
 /// same open file), and setting it from the child would end the parent's
@@ -316,20 +551,7 @@ fn a_child_leaves_its_parents_alarm_alone() {
         thread::sleep(ms(1));
     }
     let child_timer = timer.clone();
-    fork(
-        move || {
-            // An insert earlier than the alarm arms it, then a stop shuts
-            // it: both would set the shared timerfd.
-            let mut soon = child_timer.sleep(Duration::from_nanos(1_500));
-            let _ = poll_once(&mut soon);
-            child_timer.stop();
-            drop(soon);
-            drop(child_timer);
-            true
-        },
-        || {},
-    )
-    .unwrap();
+    fork(move || arm_and_stop(child_timer), || {}).unwrap();
     // The parent's sleeps go on.
     let before = done.load(Ordering::SeqCst);
     let start = Instant::now();

@@ -4,8 +4,11 @@
 //!
 //! Rows, the ways in ([`Way`]): `current_thread` (a runtime-driven `Timer`
 //! on a current-thread runtime, on tokio's paused clock), `coarse_tick`
-//! (the same with a 2 ms tick: its alarm rings on the tick's grid, its
-//! ring of runtime timers a tick apart), `multi_thread`
+//! (the same with a 2 ms tick: its alarm batches on the runtime's
+//! milliseconds, its ring of runtime timers a turn of its grid apart),
+//! `coarse_tick_off_ms` (a 2.5 ms tick on a timer built 300 µs into its
+//! runtime's millisecond: the alarm's grid and the runtime's disagree),
+//! `multi_thread`
 //! (on a 2-worker runtime, on the real clock: tokio pauses only
 //! current-thread runtimes), `thread_driver` (`Builder::driver_thread`, on
 //! std's clock; it sleeps on a timerfd on Linux, and on the `Condvar` of
@@ -159,30 +162,41 @@ fn cell(name: &str, body: impl FnOnce() + Send + 'static) {
 // ---- the rows ----
 
 /// A runtime-driven timer on a current-thread runtime with paused time, of
-/// a tick of `TICK_MS` milliseconds: the default 1 (`current_thread`), or
-/// a coarser tick (`coarse_tick`), whose alarm rings on the tick's grid
-/// and keeps its ring of runtime timers a tick apart.
+/// a tick of `TICK_US` microseconds, built `OFFSET_US` into the runtime's
+/// first millisecond (the clock then brought to the runtime's next one):
+/// the default 1 ms tick at the runtime's start (`current_thread`), a
+/// coarser tick there (`coarse_tick`, 2 ms), whose alarm batches on the
+/// runtime's milliseconds and keeps its ring of runtime timers a turn of
+/// its grid apart, or a coarser tick of no whole milliseconds built off the
+/// runtime's millisecond (`coarse_tick_off_ms`, 2.5 ms at 300 µs: where
+/// the alarm's grid and the runtime's disagree).
 #[cfg(feature = "tokio")]
-struct CurrentThread<const TICK_MS: u64 = 1> {
+struct CurrentThread<const TICK_US: u64 = 1_000, const OFFSET_US: u64 = 0> {
     rt: Option<tokio::runtime::Runtime>,
     timer: Option<Timer>,
 }
 
 #[cfg(feature = "tokio")]
-impl<const TICK_MS: u64> CurrentThread<TICK_MS> {
-    fn with(executor: hashwheel::TaskExecutor) -> CurrentThread<TICK_MS> {
+impl<const TICK_US: u64, const OFFSET_US: u64> CurrentThread<TICK_US, OFFSET_US> {
+    fn with(executor: hashwheel::TaskExecutor) -> CurrentThread<TICK_US, OFFSET_US> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .start_paused(true)
             .build()
             .unwrap();
+        if OFFSET_US > 0 {
+            rt.block_on(tokio::time::advance(us(OFFSET_US)));
+        }
         let timer = Timer::builder()
             .handle(rt.handle().clone())
             .task_executor(executor)
-            .tick(Duration::from_millis(TICK_MS))
+            .tick(us(TICK_US))
             .shards(2)
             .build()
             .unwrap();
+        if OFFSET_US > 0 {
+            rt.block_on(tokio::time::advance(us(1_000 - OFFSET_US % 1_000)));
+        }
         CurrentThread {
             rt: Some(rt),
             timer: Some(timer),
@@ -191,16 +205,16 @@ impl<const TICK_MS: u64> CurrentThread<TICK_MS> {
 }
 
 #[cfg(feature = "tokio")]
-impl<const TICK_MS: u64> Way for CurrentThread<TICK_MS> {
-    const NAME: &'static str = if TICK_MS == 1 {
-        "current_thread"
-    } else {
-        "coarse_tick"
+impl<const TICK_US: u64, const OFFSET_US: u64> Way for CurrentThread<TICK_US, OFFSET_US> {
+    const NAME: &'static str = match (TICK_US, OFFSET_US) {
+        (1_000, 0) => "current_thread",
+        (_, 0) => "coarse_tick",
+        _ => "coarse_tick_off_ms",
     };
     const KIND: Kind = Kind::Runtime;
-    /// Exact under paused time: a timeout fires on the first tick at or
-    /// after its deadline.
-    const LATE: Duration = Duration::from_millis(TICK_MS);
+    /// Exact under paused time: a timeout fires at most a tick after its
+    /// deadline.
+    const LATE: Duration = Duration::from_micros(TICK_US);
     const SHORT: Duration = Duration::from_millis(2);
     fn start() -> Self {
         CurrentThread::with(hashwheel::TaskExecutor::default())
@@ -915,9 +929,26 @@ fn paused_clock<W: Way>() {
             let (_, waker) = counting_waker();
             assert!(poll(&mut second, &waker).is_pending());
             first.await;
-            assert_eq!(start.elapsed(), ms(10), "{}", W::NAME);
-            theirs.as_mut().await;
-            assert!(poll(&mut second, &waker).is_ready(), "with tokio's");
+            if W::LATE <= ms(1) {
+                assert_eq!(start.elapsed(), ms(10), "{}", W::NAME);
+                theirs.as_mut().await;
+                assert!(poll(&mut second, &waker).is_ready(), "with tokio's");
+            } else {
+                // A coarser tick: on its grid, within a tick.
+                let took = start.elapsed();
+                assert!(
+                    took >= ms(10) && took <= ms(10) + W::LATE,
+                    "{}: {took:?}",
+                    W::NAME
+                );
+                second.as_mut().await;
+                let took = start.elapsed();
+                assert!(
+                    took >= ms(20) && took <= ms(20) + W::LATE,
+                    "{}: {took:?}",
+                    W::NAME
+                );
+            }
             assert_eq!(timer.pending(), 0);
             assert_eq!(idle_moves_clock().await, Duration::ZERO, "{}", W::NAME);
         }),
@@ -962,7 +993,13 @@ matrix! {
         panics_contained, paused_clock, interval_ticks,
     ]
     #[cfg(feature = "tokio")]
-    coarse_tick: super::CurrentThread<2> [
+    coarse_tick: super::CurrentThread<2_000> [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
+        panics_contained, paused_clock, interval_ticks,
+    ]
+    #[cfg(feature = "tokio")]
+    coarse_tick_off_ms: super::CurrentThread<2_500, 300> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks,

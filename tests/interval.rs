@@ -176,6 +176,45 @@ async fn slightly_late_ticks_are_not_missed() {
     assert_ready_eq!(poll_tick(&mut t), start + ms(20));
 }
 
+/// Issue 37: a tick taken more than 5 ms late counts as missed, as
+/// tokio's (the tolerance was 5 ms plus the 1 ms tick: a tick taken 5.1 or
+/// 5.5 ms late kept `Delay` on the old grid, where tokio's moved on from
+/// the late tick). Side by side with tokio's `Interval`, at 4.9, 5, 5.1
+/// and 5.5 ms late, under every missed-tick behavior.
+#[tokio::test(start_paused = true)]
+async fn a_tick_more_than_5ms_late_is_missed_as_tokios() {
+    use hashwheel::time::MissedTickBehavior as Ours;
+    use tokio::time::MissedTickBehavior as Theirs;
+    for late_us in [4_900, 5_000, 5_100, 5_500] {
+        for (ours_behavior, theirs_behavior) in [
+            (Ours::Burst, Theirs::Burst),
+            (Ours::Delay, Theirs::Delay),
+            (Ours::Skip, Theirs::Skip),
+        ] {
+            let start = Instant::now();
+            let mut ours = hashwheel::time::interval_at(start, PERIOD);
+            let mut theirs = tokio::time::interval_at(start, PERIOD);
+            ours.set_missed_tick_behavior(ours_behavior);
+            theirs.set_missed_tick_behavior(theirs_behavior);
+            assert_eq!(ours.tick().await, theirs.tick().await);
+            // The next tick taken `late_us` after its instant (exactly:
+            // a first tick may wait on the driver's turn).
+            advance(start + PERIOD + Duration::from_micros(late_us) - Instant::now()).await;
+            let mut got = Vec::new();
+            for _ in 0..3 {
+                let (a, b) = tokio::join!(ours.tick(), theirs.tick());
+                got.push((a - start, b - start));
+            }
+            for (i, (a, b)) in got.iter().enumerate() {
+                assert_eq!(
+                    a, b,
+                    "{late_us} µs late, {ours_behavior:?}, tick {i}: {got:?}"
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn never_early_with_a_coarse_tick() {
     let timer = Timer::builder().tick(ms(10)).build().unwrap();

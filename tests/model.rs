@@ -9,9 +9,10 @@
 //!
 //! * every timeout whose deadline (to the microsecond) has passed by the
 //!   runtime's own millisecond grid, where a `tokio::time::Sleep` at the
-//!   same alarm instant would have fired (for a tick over 1 ms: at the next
-//!   multiple of the tick), has fired: woken exactly once, and ready when
-//!   polled (none lost, none later than tokio);
+//!   same alarm instant would have fired (for a tick over 1 ms: within a
+//!   tick of the deadline, on the runtime's milliseconds), has fired: woken
+//!   exactly once, and ready when polled (none lost, none later than tokio,
+//!   nor than a tick);
 //! * no timeout whose deadline has not passed was woken or is ready (never
 //!   early; one whose deadline passed within the runtime's millisecond may
 //!   fire with an earlier one);
@@ -360,17 +361,19 @@ impl Model {
 
     /// Whether it must have fired: the runtime (which started with the
     /// timer) has processed the millisecond of its alarm: the deadline
-    /// itself for a tick of 1 ms, else its next multiple of the tick (under
-    /// load too: the driver never puts its next turn off).
+    /// itself for a tick of 1 ms, else at most a tick (of the runtime's
+    /// whole milliseconds) less a microsecond after it: the alarm batches
+    /// within the tick, never later (under load too: the driver never puts
+    /// its next turn off).
     fn must_fire(&self, fire: u64) -> bool {
         if fire >= NEVER {
             return false;
         }
         let tick_us = self.shape.tick_us();
-        let alarm = if tick_us <= 1_000 {
+        let alarm = if tick_us < 2_000 {
             fire
         } else {
-            fire.div_ceil(tick_us) * tick_us
+            fire + tick_us / 1_000 * 1_000 - 1
         };
         alarm.div_ceil(1_000) <= self.now_tick() / 1_000
     }

@@ -275,6 +275,98 @@ async fn a_coarse_tick_batches_on_its_grid() {
     assert_eq!(timer.stats().driver_wakeups, 1);
 }
 
+/// The sleeps of [`late_by_at_most_a_tick`], one after another from
+/// offsets that walk the runtime's millisecond, and all at once.
+const COARSE_DELAYS_US: [u64; 14] = [
+    1, 100, 499, 999, 1_000, 1_001, 1_500, 2_000, 2_400, 3_100, 4_900, 5_000, 7_300, 12_345,
+];
+
+/// On a paused runtime started `offset` into its first millisecond (the
+/// timer built there), a timer of tick `tick` fires every sleep of
+/// [`COARSE_DELAYS_US`] no earlier than its deadline and at most a tick
+/// after it: the clock is brought to a nanosecond before each deadline
+/// (not woken) and then to the deadline plus the tick (woken).
+fn late_by_at_most_a_tick(tick: Duration, offset: Duration) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        time::advance(offset).await;
+        let timer = Timer::builder().tick(tick).build().unwrap();
+        let what = |d: u64| format!("tick {tick:?}, timer {offset:?} into the runtime, {d} µs");
+        // One after another, each from a new offset within the runtime's
+        // millisecond.
+        for (i, d) in (0u64..).zip(COARSE_DELAYS_US) {
+            time::advance(us(137 * i % 1_000 + 1)).await;
+            let deadline = Instant::now() + us(d);
+            let mut sleep = task::spawn(timer.sleep(us(d)));
+            assert_pending!(sleep.poll());
+            time::advance(deadline - Instant::now() - Duration::from_nanos(1)).await;
+            assert!(!sleep.is_woken(), "{}: early", what(d));
+            time::advance(deadline + tick - Instant::now()).await;
+            assert!(sleep.is_woken(), "{}: more than a tick late", what(d));
+            assert_ready!(sleep.poll());
+        }
+        // All at once: each checked at its own deadline, in order.
+        let start = Instant::now();
+        let mut sleeps: Vec<_> = COARSE_DELAYS_US
+            .iter()
+            .map(|&d| (d, task::spawn(timer.sleep(us(d)))))
+            .collect();
+        for (_, sleep) in &mut sleeps {
+            assert_pending!(sleep.poll());
+        }
+        let mut checks: Vec<(Instant, bool, usize)> = Vec::new();
+        for (i, &d) in COARSE_DELAYS_US.iter().enumerate() {
+            checks.push((start + us(d) - Duration::from_nanos(1), false, i));
+            checks.push((start + us(d) + tick, true, i));
+        }
+        checks.sort();
+        for (at, woken, i) in checks {
+            if at > Instant::now() {
+                time::advance(at - Instant::now()).await;
+            }
+            let (d, sleep) = &mut sleeps[i];
+            if woken {
+                assert!(
+                    sleep.is_woken(),
+                    "{} at once: more than a tick late",
+                    what(*d)
+                );
+            } else {
+                assert!(!sleep.is_woken(), "{} at once: early", what(*d));
+            }
+        }
+        timer.stop();
+    });
+}
+
+/// Issue 37, item 1: "at most one tick late, never early" holds for ticks
+/// over a millisecond wherever the runtime's millisecond lies. The alarm
+/// rang on multiples of the tick since the timer's start, and the
+/// runtime's timer then rounded each up to its own millisecond: a 1.5 ms
+/// tick fired `sleep(100 µs)` 1.9 ms late, a 2 ms tick on a timer built
+/// half a millisecond into its runtime 2.9 ms late. Every start offset
+/// within the runtime's millisecond (to the microsecond, and off it by
+/// nanoseconds), ticks of 1.5, 2, 2.5 and 5 ms.
+#[test]
+fn a_coarse_tick_fires_at_most_a_tick_late_from_any_start_offset() {
+    let mut offsets: Vec<Duration> = (0..1_000).step_by(50).map(us).collect();
+    offsets.extend([
+        us(1),
+        us(999),
+        Duration::from_nanos(333),
+        Duration::from_nanos(999_999),
+    ]);
+    for tick in [us(1_500), ms(2), us(2_500), ms(5)] {
+        for &offset in &offsets {
+            late_by_at_most_a_tick(tick, offset);
+        }
+    }
+}
+
 /// Idles on a oneshot sent from an OS thread after 30 ms of real time, and
 /// returns how far the paused clock moved meanwhile.
 async fn paused_clock_moved_while_idle() -> Duration {
@@ -373,6 +465,12 @@ async fn a_dropped_timeout_leaves_the_alarm_for_one_auto_advance() {
 /// The runtime's parks over a paused run of deadlines every 500 µs for
 /// 200 ms on a timer of tick `tick`, and the timer's turns.
 fn parks_and_turns(tick: Duration) -> (u64, u64) {
+    parks_and_turns_built_at(tick, Duration::ZERO, Duration::ZERO)
+}
+
+/// [`parks_and_turns`] for a timer built `offset` into the runtime, the
+/// clock then moved on by `realign` before the run.
+fn parks_and_turns_built_at(tick: Duration, offset: Duration, realign: Duration) -> (u64, u64) {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
@@ -387,7 +485,9 @@ fn parks_and_turns(tick: Duration) -> (u64, u64) {
         .build()
         .unwrap();
     let turns = rt.block_on(async {
+        time::advance(offset).await;
         let timer = Timer::builder().tick(tick).build().unwrap();
+        time::advance(realign).await;
         let start = Instant::now();
         let tasks: Vec<_> = (0..400u64)
             .map(|i| {
@@ -408,15 +508,18 @@ fn parks_and_turns(tick: Duration) -> (u64, u64) {
 }
 
 /// A coarser tick parks the runtime once a turn: the alarm's ring goes a
-/// tick apart, not a millisecond (at a millisecond, a timer of a 2 ms
-/// tick woke its runtime every millisecond for nothing, the parks of a
-/// 1 ms tick for half the turns). On paused time every runtime timer is
-/// a park: the runtime advances its clock to it.
+/// turn of its grid apart, not a millisecond (at a millisecond, a timer of
+/// a 2 ms tick woke its runtime every millisecond for nothing, the parks
+/// of a 1 ms tick for half the turns). On paused time every runtime timer
+/// is a park: the runtime advances its clock to it. The grid is the tick's
+/// whole milliseconds (the runtime's timer rings on nothing finer): a
+/// 1.5 ms tick turns every millisecond, a 2.5 ms one every 2.
 #[test]
 fn a_coarser_tick_parks_the_runtime_once_a_turn() {
-    for tick in [ms(1), ms(2), ms(5)] {
+    for tick in [ms(1), us(1_500), ms(2), us(2_500), ms(5)] {
         let (parks, turns) = parks_and_turns(tick);
-        let expected = 200_000 / tick.as_micros() as u64;
+        let grid_us = tick.as_micros() as u64 / 1_000 * 1_000;
+        let expected = 200_000 / grid_us;
         assert!(
             turns >= expected - 2 && turns <= expected + 2,
             "tick {tick:?}: {turns} turns in 200 ms, {expected} expected"
@@ -427,5 +530,32 @@ fn a_coarser_tick_parks_the_runtime_once_a_turn() {
             parks <= turns + 5,
             "tick {tick:?}: {parks} parks for {turns} turns"
         );
+    }
+}
+
+/// The same for a timer built off the runtime's millisecond (its start
+/// 300 µs into it), with the paused clock then on the runtime's
+/// milliseconds again or still off them: the driver turns once per turn of
+/// its grid on the runtime's milliseconds, one park each (ringing on
+/// multiples of the tick since the timer's start, a timer off the
+/// millisecond turned on the right grid only because the runtime rounded
+/// every ring up a millisecond late).
+#[test]
+fn a_coarser_tick_built_off_the_millisecond_parks_once_a_turn() {
+    for tick in [us(1_500), ms(2), us(2_500), ms(5)] {
+        for realign in [us(700), Duration::ZERO] {
+            let (parks, turns) = parks_and_turns_built_at(tick, us(300), realign);
+            let grid_us = tick.as_micros() as u64 / 1_000 * 1_000;
+            let expected = 200_000 / grid_us;
+            assert!(
+                turns >= expected - 2 && turns <= expected + 2,
+                "tick {tick:?}, realigned by {realign:?}: {turns} turns in 200 ms, \
+                 {expected} expected"
+            );
+            assert!(
+                parks <= turns + 5,
+                "tick {tick:?}, realigned by {realign:?}: {parks} parks for {turns} turns"
+            );
+        }
     }
 }

@@ -386,7 +386,7 @@ const T_CANCELLED: u8 = 2;
 /// `alarm::runtime::RuntimeAlarm`: the tick it is armed for. Its `Sleep`'s registration in
 /// the runtime is [`Common::registered`]. The alarm is a ring of three
 /// `Sleep`s, set on each re-arm after a turn to the armed tick and one and
-/// two runtime milliseconds (or ticks, where the tick is coarser) after it;
+/// two turns of the driver's grid (the tick's whole milliseconds) after it;
 /// the model keeps the earliest, which is what arms the driver. The later
 /// two ring no earlier than it (a ring that finds nothing due is a turn
 /// that expires nothing), and otherwise only change whether the runtime

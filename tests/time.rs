@@ -394,3 +394,110 @@ async fn an_interval_is_a_stream_of_tokio_instants_without_a_wrapper() {
     assert_eq!(got, [start, start + ms(10), start + ms(20)]);
     assert_eq!(ticks.tick().await, start + ms(30));
 }
+
+/// tokio 1.54's "far future": its `safe_delay` caps a duration at 30 years.
+const CAP: Duration = Duration::from_secs(86_400 * 365 * 30);
+const YEAR: Duration = Duration::from_secs(86_400 * 365);
+
+/// Issue 37, item 2: tokio caps every `sleep`'s duration at 30 years
+/// (`safe_delay`); `hashwheel::time::sleep` capped only a duration whose
+/// deadline overflowed, so `sleep(31 years).deadline()` was a year after
+/// tokio's. Around the cap and at its extremes, the deadline is tokio's
+/// own `Sleep::deadline()` to the nanosecond, and the sleep completes when
+/// tokio's does.
+#[tokio::test(start_paused = true)]
+async fn sleep_deadlines_are_tokios_around_its_30_year_cap() {
+    let ns = Duration::from_nanos;
+    tokio::time::advance(ns(1_234_567)).await;
+    for d in [
+        CAP - ns(1),
+        CAP,
+        CAP + ns(1),
+        CAP + YEAR,
+        Duration::from_secs(u64::MAX / 2),
+        Duration::MAX,
+    ] {
+        let ours = hashwheel::time::sleep(d);
+        let theirs = tokio::time::sleep(d);
+        assert_eq!(ours.deadline(), theirs.deadline(), "{d:?}");
+    }
+    // A year past the cap completes with tokio's, 30 years out.
+    let start = tokio::time::Instant::now();
+    let mut ours = task::spawn(hashwheel::time::sleep(CAP + YEAR));
+    let mut theirs = task::spawn(tokio::time::sleep(CAP + YEAR));
+    assert_pending!(ours.poll());
+    assert_pending!(theirs.poll());
+    tokio::time::advance(CAP - Duration::from_millis(1)).await;
+    woken_together(&mut ours, &mut theirs).await;
+    assert!(start.elapsed() >= CAP && start.elapsed() < CAP + Duration::from_millis(2));
+}
+
+/// Lets paused time pass in steps of 100 µs until `theirs` (tokio's) is
+/// woken: `ours` is woken at the same step, not before.
+async fn woken_together<A: Future, B: Future>(
+    ours: &mut task::Spawn<A>,
+    theirs: &mut task::Spawn<B>,
+) {
+    for _ in 0..50 {
+        assert_eq!(ours.is_woken(), theirs.is_woken(), "woken together");
+        if theirs.is_woken() {
+            return;
+        }
+        tokio::time::advance(Duration::from_micros(100)).await;
+    }
+    panic!("tokio's never completed");
+}
+
+/// tokio's `timeout` is not capped: its deadline is now plus the duration,
+/// and a duration too long to add to now never elapses (it has no `Sleep`
+/// at all). `hashwheel::time::timeout` put such a duration 30 years out,
+/// where it elapsed.
+#[tokio::test(start_paused = true)]
+async fn timeouts_elapse_with_tokios_past_its_30_year_cap() {
+    use std::future::pending;
+    for d in [CAP + YEAR, CAP + Duration::from_nanos(1)] {
+        let mut ours = task::spawn(hashwheel::time::timeout(d, pending::<()>()));
+        let mut theirs = task::spawn(tokio::time::timeout(d, pending::<()>()));
+        assert_pending!(ours.poll());
+        assert_pending!(theirs.poll());
+        tokio::time::advance(d - Duration::from_millis(1)).await;
+        assert!(!theirs.is_woken(), "{d:?}: tokio's, short of its deadline");
+        woken_together(&mut ours, &mut theirs).await;
+        assert!(ours.poll().is_ready() && theirs.poll().is_ready());
+    }
+    let mut ours = task::spawn(hashwheel::time::timeout(Duration::MAX, pending::<()>()));
+    let mut theirs = task::spawn(tokio::time::timeout(Duration::MAX, pending::<()>()));
+    assert_pending!(ours.poll());
+    assert_pending!(theirs.poll());
+    tokio::time::advance(CAP + 10 * YEAR).await;
+    assert_pending!(theirs.poll(), "tokio's never elapses");
+    assert_pending!(ours.poll(), "nor ours");
+}
+
+/// An interval's period is capped at 30 years as tokio's (`period()` says
+/// so), and so is `reset_after`'s duration: the next tick comes when
+/// tokio's does.
+#[tokio::test(start_paused = true)]
+async fn interval_periods_and_resets_are_capped_as_tokios() {
+    let long = CAP + YEAR;
+    let ours = hashwheel::time::interval(long);
+    let theirs = tokio::time::interval(long);
+    assert_eq!(ours.period(), theirs.period());
+    assert_eq!(ours.period(), CAP);
+    let start = tokio::time::Instant::now() + Duration::from_millis(1);
+    let ours = hashwheel::time::interval_at(start, long);
+    assert_eq!(
+        ours.period(),
+        tokio::time::interval_at(start, long).period()
+    );
+
+    let mut ours = hashwheel::time::interval(Duration::from_millis(1));
+    let mut theirs = tokio::time::interval(Duration::from_millis(1));
+    ours.tick().await;
+    theirs.tick().await;
+    ours.reset_after(long);
+    theirs.reset_after(long);
+    let (a, b) = tokio::join!(ours.tick(), theirs.tick());
+    assert_eq!(a, b);
+    assert_eq!(a.elapsed(), Duration::ZERO);
+}

@@ -6,9 +6,10 @@
 //!   of three runtime timers (tokio `Sleep`s) polled with the driver's
 //!   waker, so the runtime's own timer processing turns the wheels; the
 //!   two after the next keep the driver's re-arm from unparking the
-//!   runtime. Arming it is a `Sleep::reset` and a poll under a lock; the
-//!   re-arm after a turn costs no syscall, and for a timer busy every
-//!   millisecond it re-registers one runtime timer.
+//!   runtime. A coarser tick batches on the runtime's milliseconds, which
+//!   are all its timer rings on. Arming it is a `Sleep::reset` and a poll
+//!   under a lock; the re-arm after a turn costs no syscall, and for a
+//!   timer busy every turn of its grid it re-registers one runtime timer.
 //! - `sleeper.rs`, for a thread-driven timer (`thread_driver.rs`): a
 //!   timerfd (a `Condvar` where there is none) the driver's thread sleeps
 //!   on. Arming it sooner is a `timerfd_settime` under a lock; while every
@@ -22,6 +23,8 @@
 //!
 //! Below the shard state: it knows ticks and instants, not wheels.
 
+#[cfg(test)]
+mod model;
 #[cfg(feature = "tokio")]
 pub(crate) mod runtime;
 #[cfg(feature = "thread")]
@@ -54,7 +57,8 @@ pub(crate) struct Rearmed {
     pub(crate) set: bool,
     /// The soonest tick the driver turns again: an insert that the turn
     /// left to arm is armed no sooner (the thread driver turns at most once
-    /// per tick of its grid; the runtime's timer needs no such floor).
+    /// per tick of its grid; the runtime's alarm keeps its own floor, see
+    /// `runtime::alarm_tick`).
     pub(crate) soonest: u64,
 }
 
@@ -77,6 +81,29 @@ impl Alarm {
             Alarm::Runtime(_) => false,
             #[cfg(feature = "thread")]
             Alarm::Thread(_) => true,
+        }
+    }
+
+    /// Whether this is the process of the driver, where the alarm can tell
+    /// cheaply (a driver thread's, see `Sleeper::is_here`); `None` for a
+    /// runtime's alarm.
+    pub(crate) fn is_here(&self) -> Option<bool> {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(_) => None,
+            #[cfg(feature = "thread")]
+            Alarm::Thread(sleeper) => Some(sleeper.is_here()),
+        }
+    }
+
+    /// The process of the driver, where the alarm has it (a driver
+    /// thread's: see `Sleeper`).
+    pub(crate) fn process(&self) -> Option<crate::process::Process> {
+        match self {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime(_) => None,
+            #[cfg(feature = "thread")]
+            Alarm::Thread(sleeper) => Some(sleeper.process()),
         }
     }
 

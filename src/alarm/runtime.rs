@@ -3,10 +3,24 @@
 //! the driver while it processes its timers, and the wakes the driver makes
 //! there are batched with the runtime's (see `driver.rs`).
 //!
-//! The alarm is a ring of three runtime timers, one runtime millisecond (or
-//! tick, where the tick is coarser) apart: the next ring of a busy timer is
-//! already registered when the driver re-arms, which then moves only the
-//! one that rang to the far end of the ring (see [`RuntimeAlarm::arm`]).
+//! The alarm is a ring of three runtime timers, a turn of the driver's grid
+//! apart (a runtime millisecond, or the whole milliseconds of a coarser
+//! tick): the next ring of a busy timer is already registered when the
+//! driver re-arms, which then moves only the one that rang to the far end
+//! of the ring (see [`RuntimeAlarm::arm`]).
+//!
+//! # A tick over a millisecond
+//!
+//! The runtime's timer rings on whole milliseconds counted from its own
+//! start, rounding each instant up, and nothing tells us where that start
+//! lies within our timer's millisecond. A coarser tick batches on the
+//! runtime's milliseconds, not on multiples of the tick: the driver turns
+//! at most once per [`grid_us`] (the tick's whole milliseconds), and a
+//! timeout fires at most that late, from any start and for any tick (see
+//! [`alarm_tick`]). Rounding multiples of the tick since our start up to
+//! the runtime's millisecond made a ring up to a tick and a millisecond
+//! late (a 1.5 ms tick: 1.9 ms; a 2 ms tick on a timer built half a
+//! millisecond into its runtime: 2.9 ms).
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -14,7 +28,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
-use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -51,6 +64,10 @@ struct Armed {
     /// The timer of the ring set to the earliest instant by the last
     /// re-arm (see [`Armed::set_ring`]).
     head: usize,
+    /// The clock's reading (`now`) at the driver's last re-arm: work due
+    /// after it rings no sooner than a turn of the grid after that turn
+    /// (see [`alarm_tick`]).
+    turned: u64,
     /// Counts the timer among its runtime's live ones while the alarm
     /// exists: until the timer stops or its last handle goes.
     _live: LiveTimer,
@@ -103,9 +120,9 @@ impl Ring {
     }
 }
 
-/// The least gap between the alarm's runtime timers: the runtime's timer
-/// resolution (see [`RuntimeAlarm::arm`] and [`ring_gap`]).
-const RING_GAP: Duration = Duration::from_millis(1);
+/// The runtime timer's resolution, in the clock's microseconds: it rings
+/// on whole milliseconds since the runtime's start.
+const RUNTIME_MS_US: u64 = 1_000;
 /// The runtime timers of the alarm: one for the next ring, one for a turn
 /// on time after it, a third for a turn a whole runtime millisecond late
 /// (see [`RuntimeAlarm::arm`]).
@@ -185,6 +202,7 @@ impl RuntimeAlarm {
             waker,
             handle: handle.clone(),
             head: 0,
+            turned: 0,
             _live: LiveTimer::new(handle.id()),
         });
     }
@@ -210,8 +228,10 @@ impl RuntimeAlarm {
     /// with the runtime's.
     ///
     /// The driver's re-arm (`force`) sets the ring to the alarm's instant
-    /// and one and two runtime milliseconds (or ticks, where the tick is
-    /// coarser: [`ring_gap`]) after it. Why three: the runtime computes
+    /// and one and two turns of the grid after it ([`grid_us`]: a runtime
+    /// millisecond, or the tick's whole milliseconds; a turn of the grid
+    /// after the alarm's instant is where the next re-arm rings at the
+    /// soonest). Why three: the runtime computes
     /// its next wake-up before it calls the alarm's waker, and a
     /// registration earlier than that wake-up unparks its driver (an
     /// eventfd write, on every turn without the ring's later timers); the
@@ -251,6 +271,9 @@ impl RuntimeAlarm {
             if !force && tick >= self.tick.load(Ordering::Acquire) {
                 return false;
             }
+            if let Some(now) = now {
+                alarm.turned = now;
+            }
             self.tick.store(tick, Ordering::Release);
             if tick >= NEVER {
                 // "Never" (or nothing pending) rings at no instant: an
@@ -261,7 +284,7 @@ impl RuntimeAlarm {
                 }
                 return false;
             }
-            let at = alarm_tick(clock, tick);
+            let at = alarm_tick(clock.tick_us, tick, alarm.turned);
             // An insert already due (registered after its deadline) turns
             // now rather than at the runtime's next millisecond. The driver's
             // own re-arm goes through the runtime's timer even when work
@@ -334,7 +357,7 @@ impl Armed {
     /// `at + 2 gap` and the next becomes the head, with no other look at
     /// the ring.
     fn set_ring(&mut self, at: u64, clock: &Clock, ahead: bool) -> bool {
-        let gap = ring_gap(clock);
+        let gap = grid_us(clock.tick_us);
         let (head, next, last) = (self.head, (self.head + 1) % RING, (self.head + 2) % RING);
         if ahead && self.ring[next].at == Some(at) && self.ring[last].at == Some(at + gap) {
             self.head = next;
@@ -399,32 +422,60 @@ impl Armed {
     }
 }
 
-/// How far apart the ring's timers go, in ticks: the earliest the next
-/// re-arm can come, a runtime millisecond, or a tick where the tick is
-/// coarser (the alarm then rings on the tick's grid, see [`alarm_tick`]).
-/// A timer closer than the next re-arm would wake the runtime for nothing:
-/// with a timer a millisecond out, a timer of a 2 ms tick woke its runtime
-/// every millisecond, as many parks as a 1 ms tick.
-fn ring_gap(clock: &Clock) -> u64 {
-    (RING_GAP.as_micros() as u64).max(clock.tick_us)
-}
-
 /// An instant the runtime's timer never reaches: the deadline of a `Sleep`
 /// that is made but not registered.
 fn never(clock: &Clock) -> tokio::time::Instant {
     tokio::time::Instant::from_std(far_future(clock.now()))
 }
 
-/// The tick the alarm rings at for work due at `tick`: that very tick for a
-/// tick of 1 ms (the runtime's own timer rounds its instant up to its
-/// millisecond, as for a `tokio::time::Sleep` at the same deadline), else
-/// the next multiple of the tick since the start, so that a coarser tick
-/// batches expiries (at most one turn per tick).
-fn alarm_tick(clock: &Clock, tick: u64) -> u64 {
-    if clock.tick_us <= 1_000 {
-        tick
-    } else {
-        let tick_us = clock.tick_us;
-        tick.div_ceil(tick_us).saturating_mul(tick_us)
+/// The driver's grid on a runtime, in microseconds: the whole
+/// milliseconds of the tick (a 1 ms tick, and any under 2 ms: one; 2 and
+/// 2.5 ms: two). The runtime's timer rings only on its milliseconds, so
+/// turns a tick apart could not keep every timeout within a tick of its
+/// deadline: the longest gap between two rings must fit in the tick.
+pub(crate) fn grid_us(tick_us: u64) -> u64 {
+    (tick_us / RUNTIME_MS_US).max(1) * RUNTIME_MS_US
+}
+
+/// The tick whose instant the alarm is set to for work due at `tick`, when
+/// the driver last turned at `turned` (microseconds since the timer's
+/// start). The runtime's timer rounds that instant up to its next
+/// millisecond, `B`, and the driver turns there.
+///
+/// With a grid of a millisecond (a tick under 2 ms): `tick` itself, so a
+/// timeout fires when a `tokio::time::Sleep` of its deadline would.
+///
+/// With a coarser grid `G` (see [`grid_us`]), the latest of three:
+///
+/// - `tick` itself: never early.
+/// - the end of `tick`'s cell of the grid since the timer's start, less a
+///   millisecond, plus a microsecond: the runtime rounds that up to its
+///   last millisecond in the cell, so that work due anywhere in one cell
+///   rings together (on a paused clock started with the runtime: on the
+///   cell's end exactly).
+/// - for work due after the last turn, `turned` plus `G`, less a
+///   millisecond, plus a microsecond: the runtime rounds that up to its
+///   millisecond a whole grid after the one the last turn rang on, so
+///   that the driver turns at most once per grid, on the runtime's
+///   milliseconds, wherever their start lies.
+///
+/// Each term's ring `B` comes less than a millisecond after its instant,
+/// so within `G` of the deadline (rounded up to the microsecond, as every
+/// deadline here): the first term, within a millisecond; the second,
+/// within the cell; the third, within `G` of the last turn, which the
+/// deadline is after. A ring a tick late at most, never early, from any
+/// offset between the two clocks (`tests/paused_time.rs`; the model in
+/// `alarm/model.rs` runs every offset and grid).
+pub(crate) fn alarm_tick(tick_us: u64, tick: u64, turned: u64) -> u64 {
+    let grid = grid_us(tick_us);
+    if grid <= RUNTIME_MS_US {
+        return tick;
     }
+    let lead = RUNTIME_MS_US - 1;
+    let cell_end = tick.div_ceil(grid).saturating_mul(grid);
+    let mut at = tick.max(cell_end.saturating_sub(lead));
+    if tick > turned {
+        at = at.max(turned.saturating_add(grid - lead));
+    }
+    at
 }

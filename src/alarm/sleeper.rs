@@ -32,6 +32,9 @@ use std::time::{Duration, Instant};
 
 use super::Rearmed;
 use crate::clock::Clock;
+use crate::process::Process;
+#[cfg(target_os = "linux")]
+use crate::process::Witness;
 use crate::wheel::raw::NEVER;
 
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
@@ -60,7 +63,11 @@ pub(crate) struct Sleeper {
     /// has no such thread, shares the timerfd with the parent (the same
     /// open file), and may find the lock held for ever: see
     /// [`Sleeper::is_foreign`].
-    pid: u32,
+    process: Process,
+    /// Tells that process from its children cheaply (see `process`), where
+    /// the system gives one.
+    #[cfg(target_os = "linux")]
+    witness: Option<Witness>,
     #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
     fd: rustix::fd::OwnedFd,
     #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
@@ -90,7 +97,9 @@ impl Sleeper {
                 shut: false,
                 periodic: false,
             }),
-            pid: std::process::id(),
+            process: Process::current(),
+            #[cfg(target_os = "linux")]
+            witness: Witness::new(),
             #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
             fd: rustix::time::timerfd_create(
                 rustix::time::TimerfdClockId::Monotonic,
@@ -194,12 +203,7 @@ impl Sleeper {
     /// [`rearm`](Self::rearm)).
     pub(crate) fn rearm_after_turn(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
         let tick_us = clock.tick_us;
-        let soonest = (now / tick_us).saturating_add(1).saturating_mul(tick_us);
-        let alarm = if target < NEVER {
-            target.max(soonest)
-        } else {
-            u64::MAX
-        };
+        let (alarm, soonest) = after_turn(tick_us, now, target);
         let grid = (alarm == soonest).then(|| Duration::from_micros(tick_us));
         Rearmed {
             set: self.rearm(alarm, clock.instant_of(alarm), grid),
@@ -208,15 +212,33 @@ impl Sleeper {
     }
 
     /// Whether this is a child forked from the process of the driver's
-    /// thread: one `getpid`, on the paths that make a system call anyway
-    /// (an insert's arm, a shut). There the alarm is left alone: setting
+    /// thread: a `getpid` (and where it matches, a read of the pid
+    /// namespace: a child forked into a new one may have its parent's id,
+    /// see `process`), on the paths that make a system call anyway (an
+    /// insert's arm, a shut). There the alarm is left alone: setting
     /// the timerfd, which the child shares with its parent, would move the
     /// parent's alarm (and end its periodic ringing, which the parent would
     /// not know, and its driver would sleep for good), and its lock may be
     /// held for ever by a thread of the parent. A child's timer of its own
     /// has a sleeper of its own.
     fn is_foreign(&self) -> bool {
-        std::process::id() != self.pid
+        !self.is_here()
+    }
+
+    /// The process whose driver thread sleeps here.
+    pub(crate) fn process(&self) -> Process {
+        self.process
+    }
+
+    /// Whether this is the process of the driver's thread: the witness's
+    /// answer (a `getpid` and an `F_GETLK`), or where there is none, the
+    /// process's (a `getpid` and a read of the pid namespace).
+    pub(crate) fn is_here(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Some(here) = self.witness.as_ref().and_then(Witness::is_current) {
+            return here;
+        }
+        self.process.is_current()
     }
 
     /// Takes the tick the alarm was armed for, leaving it disarmed (the
@@ -339,6 +361,23 @@ impl Sleeper {
             tracing::error!(%err, "hashwheel: setting the driver's timerfd failed");
         }
     }
+}
+
+/// The tick the thread driver's alarm rings at after a turn at `now`, for
+/// the earliest work at `target` (`u64::MAX` if none, or nothing pending),
+/// and the soonest tick it turns again: the next tick of its grid since
+/// the timer's start (a turn late in its tick does not push the next one
+/// a whole tick later). The sleeper rings at that very instant (no
+/// rounding), so work due after `now` rings within a tick of its
+/// deadline; an insert arms it at its deadline itself.
+pub(crate) fn after_turn(tick_us: u64, now: u64, target: u64) -> (u64, u64) {
+    let soonest = (now / tick_us).saturating_add(1).saturating_mul(tick_us);
+    let alarm = if target < NEVER {
+        target.max(soonest)
+    } else {
+        u64::MAX
+    };
+    (alarm, soonest)
 }
 
 #[cfg(all(test, target_os = "linux", not(hashwheel_condvar)))]
