@@ -696,10 +696,20 @@ impl Shard {
     /// held for microseconds at most, and telling the parent from a child
     /// forked into a new pid namespace (the same id) takes a read of the
     /// namespace, several microseconds (see [`Process`]).
+    #[inline]
     pub(crate) fn lock_unless_forked(&self) -> Option<MutexGuard<'_, ShardState>> {
-        if let Some(guard) = self.try_lock() {
-            return Some(guard);
+        match self.try_lock() {
+            Some(guard) => Some(guard),
+            None => self.lock_unless_forked_contended(),
         }
+    }
+
+    /// [`lock_unless_forked`](Self::lock_unless_forked) with the lock
+    /// taken: out of line, so that the free lock's path stays a few
+    /// instructions where it is inlined (a timeout's poll, reset and drop).
+    #[cold]
+    #[inline(never)]
+    fn lock_unless_forked_contended(&self) -> Option<MutexGuard<'_, ShardState>> {
         if std::process::id() != self.common.process.pid() {
             return None; // a child of the usual kind
         }

@@ -455,6 +455,7 @@ impl Timeout {
     }
 
     /// `deadline` in the timer's ticks (microseconds since its start).
+    #[cfg(feature = "thread")]
     pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
         self.shard.common.tick_of(deadline)
     }
