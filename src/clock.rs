@@ -243,7 +243,6 @@ fn micros_ceil(d: Duration) -> Option<u64> {
 mod tests {
     use super::*;
 
-    #[test]
     /// The conversions against the exact 128-bit arithmetic, at the edges
     /// of a microsecond, a second and the `u64` range.
     #[test]

@@ -343,11 +343,12 @@ impl Interval {
         let clock = self.timeout.clock();
         let now = clock.now_offset();
         let next = due.saturating_add(self.schedule.period());
-        if next > now && now <= due.saturating_add(self.tolerance()) {
-            if Deadlines::take_beat_at(slot, word, self.after(next)) {
-                self.next = next;
-                return Poll::Ready(Some(clock.instant_at(due)));
-            }
+        if next > now
+            && now <= due.saturating_add(self.tolerance())
+            && Deadlines::take_beat_at(slot, word, self.after(next))
+        {
+            self.next = next;
+            return Poll::Ready(Some(clock.instant_at(due)));
         }
         Poll::Ready(Some(self.take(Some(word))))
     }
