@@ -247,7 +247,7 @@ impl<T> Wheel<T> {
     /// # Panics
     ///
     /// If `key` is vacant (a bug in the caller: handles own their keys).
-    #[inline(never)]
+    #[inline]
     #[track_caller]
     fn entry(&self, key: Key) -> &Entry<T> {
         match self.entries.get(key) {
@@ -257,7 +257,7 @@ impl<T> Wheel<T> {
     }
 
     /// The entry at `key`, as [`entry`](Self::entry).
-    #[inline(never)]
+    #[inline]
     #[track_caller]
     fn entry_mut(&mut self, key: Key) -> &mut Entry<T> {
         match self.entries.get_mut(key) {
