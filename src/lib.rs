@@ -152,8 +152,9 @@ pub use timer::{Builder, Timer};
 #[doc = include_str!("../docs/MIGRATING.md")]
 pub mod migrating {}
 
-/// The README's Rust examples, run as doctests so that they keep working.
-#[cfg(doctest)]
+/// The README's Rust examples, run as doctests so that they keep working
+/// (they are tokio's).
+#[cfg(all(doctest, feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
