@@ -553,15 +553,14 @@ impl Common {
             && self.planned.fetch_min(tick, Ordering::SeqCst) > tick
             && self.turn_state.load(Ordering::SeqCst) == IDLE
         {
-            self.arm(tick, false);
+            self.arm(tick);
         }
     }
 
     /// Arms the alarm for `tick` if it is armed for later (see
-    /// [`Alarm::arm`]); `u64::MAX` disarms it (nothing pending: no wake-ups
-    /// at all).
-    pub(crate) fn arm(&self, tick: u64, force: bool) {
-        if self.alarm.arm(&self.clock, tick, force) {
+    /// [`Alarm::arm`]).
+    pub(crate) fn arm(&self, tick: u64) {
+        if self.alarm.arm(&self.clock, tick) {
             self.alarm_arms.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -140,7 +140,7 @@ fn note_lag(common: &Common, late: u64) {
 pub(crate) fn after_turn(common: &Common, turned: Turned) {
     let planned = common.planned.load(Ordering::SeqCst);
     if planned < turned.target {
-        common.arm(planned.max(turned.soonest), false);
+        common.arm(planned.max(turned.soonest));
     }
 }
 

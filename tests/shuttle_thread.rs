@@ -102,10 +102,10 @@ impl Model {
         self.sleep.lock().unwrap().now
     }
 
-    /// `Sleeper::arm`.
-    fn arm(&self, tick: u64, force: bool) {
+    /// `Sleeper::arm`: an insert's, for an earlier tick only.
+    fn arm(&self, tick: u64) {
         let mut state = self.sleep.lock().unwrap();
-        if state.shut || (!force && tick >= state.armed) {
+        if state.shut || tick >= state.armed {
             return;
         }
         state.armed = tick;
@@ -188,7 +188,7 @@ impl Model {
             && self.planned.fetch_min(tick, SeqCst) > tick
             && self.turn_state.load(SeqCst) == IDLE
         {
-            self.arm(tick, false);
+            self.arm(tick);
         }
     }
 
@@ -232,7 +232,7 @@ impl Model {
             if self.variant != Variant::NoRecheck {
                 let planned = self.planned.load(SeqCst);
                 if planned < target {
-                    self.arm(planned.max(soonest), false);
+                    self.arm(planned.max(soonest));
                 }
             }
         }

@@ -541,14 +541,27 @@ impl Common {
             && self.planned.fetch_min(tick, SeqCst) > tick
             && self.turn_state.load(SeqCst) == IDLE
         {
-            self.arm(tick, false);
+            self.arm(tick);
         }
     }
 
-    /// `RuntimeAlarm::arm` (src/alarm/runtime.rs). Resetting and polling the `Sleep` registers it with
-    /// the runtime, or finds it due (the runtime completes a `Sleep` whose
-    /// instant has passed).
-    fn arm(&self, tick: u64, force: bool) {
+    /// `RuntimeAlarm::arm` (src/alarm/runtime.rs): an insert's, for an
+    /// earlier tick only.
+    fn arm(&self, tick: u64) {
+        self.arm_after(tick, false);
+    }
+
+    /// `RuntimeAlarm::rearm`: the driver's, after a turn, whatever the
+    /// alarm was armed for.
+    fn rearm(&self, tick: u64) {
+        self.arm_after(tick, true);
+    }
+
+    /// `RuntimeAlarm::arm_after` (src/alarm/runtime.rs); `force`: the
+    /// driver's re-arm (its `now` given). Resetting and polling the `Sleep`
+    /// registers it with the runtime, or finds it due (the runtime
+    /// completes a `Sleep` whose instant has passed).
+    fn arm_after(&self, tick: u64, force: bool) {
         let ready = {
             let mut guard = self.alarm.lock();
             let Some(alarm) = guard.as_mut() else {
@@ -621,7 +634,7 @@ impl Common {
                     let planned = self.planned.load(SeqCst);
                     if planned < target {
                         cover(1);
-                        self.arm(planned, false);
+                        self.arm(planned);
                     }
                 }
                 return;
@@ -642,7 +655,7 @@ impl Common {
         self.planned.store(u64::MAX, SeqCst);
         let next = self.turn(now);
         let target = self.planned.fetch_min(next, SeqCst).min(next);
-        self.arm(target, true);
+        self.rearm(target);
         target
     }
 

@@ -118,18 +118,17 @@ impl Alarm {
     }
 
     /// Arms the alarm for `tick` if it is armed for later (a new earliest
-    /// deadline; `force`: at once, whatever it was armed for). `u64::MAX`
-    /// disarms it. Returns whether it set the alarm.
+    /// deadline). Returns whether it set the alarm.
     ///
     /// A tick already past turns the wheels soon: on the runtime from a
     /// task, so that no expiry runs inside the caller's own `sleep`,
     /// `schedule` or poll; on the thread, by waking it.
-    pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
+    pub(crate) fn arm(&self, clock: &Clock, tick: u64) -> bool {
         match self {
             #[cfg(feature = "tokio")]
-            Alarm::Runtime(alarm) => alarm.arm(clock, tick, force),
+            Alarm::Runtime(alarm) => alarm.arm(clock, tick),
             #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => sleeper.arm(tick, clock.instant_of(tick), force),
+            Alarm::Thread(sleeper) => sleeper.arm(tick, clock.instant_of(tick)),
         }
     }
 

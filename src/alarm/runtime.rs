@@ -219,15 +219,15 @@ impl RuntimeAlarm {
         lock(&self.armed).as_ref().map(|armed| armed.waker.clone())
     }
 
-    /// See [`Alarm::arm`](super::Alarm::arm); `force` is the driver's
-    /// re-arm after a turn.
+    /// See [`Alarm::arm`](super::Alarm::arm); the driver's re-arm after a
+    /// turn is [`rearm`](Self::rearm).
     ///
     /// The alarm is a ring of runtime `Sleep`s polled with the driver's
     /// waker, so the runtime's own timer calls the driver while it
     /// processes its timers, and the wakes the driver makes are batched
     /// with the runtime's.
     ///
-    /// The driver's re-arm (`force`) sets the ring to the alarm's instant
+    /// The driver's re-arm sets the ring to the alarm's instant
     /// and one and two turns of the grid after it ([`grid_us`]: a runtime
     /// millisecond, or the tick's whole milliseconds; a turn of the grid
     /// after the alarm's instant is where the next re-arm rings at the
@@ -256,13 +256,16 @@ impl RuntimeAlarm {
     /// timers, never registered, so that no runtime timer of ours is left:
     /// an idle runtime wakes for nothing, and a paused one does not
     /// auto-advance its clock to one (tokio leaves it where it is).
-    pub(crate) fn arm(&self, clock: &Clock, tick: u64, force: bool) -> bool {
-        self.arm_after(clock, tick, force, None)
+    pub(crate) fn arm(&self, clock: &Clock, tick: u64) -> bool {
+        self.arm_after(clock, tick, None)
     }
 
     /// [`arm`](Self::arm); `now`, the driver's re-arm after a turn at that
-    /// tick (see [`Armed::set_ring`]).
-    fn arm_after(&self, clock: &Clock, tick: u64, force: bool, now: Option<u64>) -> bool {
+    /// tick (see [`Armed::set_ring`]), which arms whatever the alarm was
+    /// armed for.
+    fn arm_after(&self, clock: &Clock, tick: u64, now: Option<u64>) -> bool {
+        // The driver's re-arm: whatever the alarm was armed for.
+        let force = now.is_some();
         let (set, wake) = {
             let mut guard = lock(&self.armed);
             let Some(alarm) = guard.as_mut() else {
@@ -297,7 +300,6 @@ impl RuntimeAlarm {
                     // instant has passed; `arming` records that wake.
                     match now {
                         Some(now) => alarm.set_ring(at, clock, tick > now),
-                        None if force => alarm.set_ring(at, clock, false),
                         None => alarm.set_earlier(at, clock),
                     }
                 });
@@ -323,7 +325,7 @@ impl RuntimeAlarm {
     /// [`alarm_tick`]).
     pub(crate) fn rearm(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
         Rearmed {
-            set: self.arm_after(clock, target, true, Some(now)),
+            set: self.arm_after(clock, target, Some(now)),
             soonest: 0,
         }
     }

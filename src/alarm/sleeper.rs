@@ -116,19 +116,16 @@ impl Sleeper {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Arms the alarm for `tick`, at `at`: always if `force` (the driver,
-    /// after a turn), else only if it is armed for later (a new earliest
-    /// deadline, which then wakes the sleeping thread sooner). `u64::MAX`
-    /// disarms it: the thread sleeps until armed again. Returns whether it
+    /// Arms the alarm for `tick`, at `at`, if it is armed for later (a new
+    /// earliest deadline, which then wakes the sleeping thread sooner; the
+    /// driver's own re-arm is [`rearm`](Self::rearm)). Returns whether it
     /// changed anything.
-    pub(crate) fn arm(&self, tick: u64, at: Instant, force: bool) -> bool {
-        // The driver's own re-arm (`force`) runs on its thread, which no
-        // child has.
-        if !force && self.is_foreign() {
+    pub(crate) fn arm(&self, tick: u64, at: Instant) -> bool {
+        if self.is_foreign() {
             return false;
         }
         let mut state = self.lock();
-        if state.shut || (!force && tick >= state.armed) {
+        if state.shut || tick >= state.armed {
             return false;
         }
         state.armed = tick;
@@ -137,9 +134,7 @@ impl Sleeper {
         #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
         self.set_fd(if tick == u64::MAX { None } else { Some(at) }, None);
         #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-        if !force {
-            self.cond.notify_one();
-        }
+        self.cond.notify_one();
         true
     }
 
@@ -402,7 +397,7 @@ mod tests {
         assert!(start.elapsed() >= tick, "rang early");
         // An insert's arm sets a single ring: the next re-arm on the grid
         // sets the fd again.
-        assert!(sleeper.arm(0, Instant::now(), false));
+        assert!(sleeper.arm(0, Instant::now()));
         assert_eq!(sleeper.wait(), Woke::Due);
         assert!(
             sleeper.rearm(5, Instant::now() + tick, Some(tick)),
