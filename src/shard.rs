@@ -84,6 +84,9 @@ pub(crate) struct Common {
 const CONTENDED_TRIES: u32 = 20;
 /// The longest spin between two tries at a taken shard lock.
 const MAX_SPIN: u32 = 64;
+/// The tries of [`CONTENDED_TRIES`] that spin (1, 2, 4, ... [`MAX_SPIN`]
+/// pauses); the rest yield.
+const SPIN_TRIES: u32 = MAX_SPIN.trailing_zeros() + 1;
 
 /// [`Common::turn_state`]: nobody is turning the wheels.
 pub(crate) const IDLE: u8 = 0;
@@ -661,22 +664,43 @@ impl Shard {
     #[cold]
     fn lock_contended(&self) -> MutexGuard<'_, ShardState> {
         if self.spin {
-            let mut backoff = 1;
-            for _ in 0..CONTENDED_TRIES {
-                if backoff <= MAX_SPIN {
-                    for _ in 0..backoff {
-                        std::hint::spin_loop();
-                    }
-                    backoff *= 2;
-                } else {
-                    // The holder may be waiting for this very CPU.
-                    std::thread::yield_now();
-                }
-                if let Some(guard) = self.try_lock() {
-                    return guard;
-                }
+            if let Some(guard) = self.spin_lock().or_else(|| self.yield_lock()) {
+                return guard;
             }
         }
+        self.lock_blocking()
+    }
+
+    /// Tries at the taken lock after spins of 1, 2, 4, ... [`MAX_SPIN`]
+    /// pauses ([`SPIN_TRIES`] tries, about 127 pauses in all).
+    fn spin_lock(&self) -> Option<MutexGuard<'_, ShardState>> {
+        let mut backoff = 1;
+        while backoff <= MAX_SPIN {
+            for _ in 0..backoff {
+                std::hint::spin_loop();
+            }
+            backoff *= 2;
+            if let Some(guard) = self.try_lock() {
+                return Some(guard);
+            }
+        }
+        None
+    }
+
+    /// Tries at the taken lock after a yield each, the rest of
+    /// [`CONTENDED_TRIES`]: the holder may be waiting for this very CPU.
+    fn yield_lock(&self) -> Option<MutexGuard<'_, ShardState>> {
+        for _ in SPIN_TRIES..CONTENDED_TRIES {
+            std::thread::yield_now();
+            if let Some(guard) = self.try_lock() {
+                return Some(guard);
+            }
+        }
+        None
+    }
+
+    /// Sleeps on the lock until it is free.
+    fn lock_blocking(&self) -> MutexGuard<'_, ShardState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -712,20 +736,18 @@ impl Shard {
         if std::process::id() != self.common.process.pid() {
             return None; // a child of the usual kind
         }
-        let mut backoff = 1;
-        while backoff <= MAX_SPIN {
-            for _ in 0..backoff {
-                std::hint::spin_loop();
-            }
-            backoff *= 2;
-            if let Some(guard) = self.try_lock() {
-                return Some(guard);
-            }
+        if let Some(guard) = self.spin_lock() {
+            return Some(guard);
         }
         if !self.common.is_here() {
             return None;
         }
-        Some(self.lock_contended())
+        if self.spin {
+            if let Some(guard) = self.yield_lock() {
+                return Some(guard);
+            }
+        }
+        Some(self.lock_blocking())
     }
 
     /// An entry went into this shard's wheel, under its lock: the driver
