@@ -12,6 +12,7 @@ use std::fmt;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::clock::far_future;
 use crate::wheel::{self, Wheel};
 
 /// The queue's tick, in nanoseconds: deadlines round up to it. It divides
@@ -121,7 +122,7 @@ fn instant_of(start: Instant, tick: u64) -> Instant {
     let since = Duration::new(tick / TICKS_PER_SEC, nanos);
     start
         .checked_add(since)
-        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+        .unwrap_or_else(|| far_future(start))
 }
 
 #[track_caller]
@@ -333,16 +334,16 @@ impl<T, A: Alarm> Queue<T, A> {
 
     /// The alarm, armed at `tick`.
     fn arm(&mut self, tick: u64) -> &mut A {
-        let at = instant_of(self.start, tick);
         let moved = std::mem::replace(&mut self.armed, tick) != tick;
-        if self.alarm.is_none() {
-            return self.alarm.insert(A::armed_at(at));
+        match self.alarm {
+            Some(ref mut alarm) => {
+                if moved {
+                    alarm.reset(instant_of(self.start, tick));
+                }
+                alarm
+            }
+            None => self.alarm.insert(A::armed_at(instant_of(self.start, tick))),
         }
-        let alarm = self.alarm.as_mut().expect("made above");
-        if moved {
-            alarm.reset(at);
-        }
-        alarm
     }
 
     #[inline]

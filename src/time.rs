@@ -213,7 +213,7 @@ fn default_of(handle: &Handle, id: Id) -> Timer {
     drop(stopped);
     match built {
         Ok(timer) => timer,
-        Err(err) if err.to_string().ends_with(NO_TIME_DRIVER) => panic!("{TIMERS_DISABLED}"),
+        Err(err) if err == Error::invalid_config(NO_TIME_DRIVER) => panic!("{TIMERS_DISABLED}"),
         Err(err) => panic!("hashwheel::time: the runtime's default timer: {err}"),
     }
 }

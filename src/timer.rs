@@ -565,14 +565,12 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = self.shared.now();
-        // A delay too long to keep runs tokio's "far future" out, as
-        // `sleep`'s (see `Clock::tick_after`).
-        let kept = now.checked_add(delay).map(|d| (self.shared.tick_of(d), d));
-        let (tick, deadline) = match kept {
-            Some((tick, deadline)) if tick < NEVER => (tick, deadline),
+        let (tick, deadline) = match self.shared.common.clock.deadline_after(delay, 1) {
+            (tick, Some(deadline)) if tick < NEVER => (tick, deadline),
+            // A delay too long to keep runs tokio's "far future" out, as
+            // `sleep`'s (see `Clock::tick_after`).
             _ => {
-                let far = far_future(now);
+                let far = far_future(self.shared.now());
                 (self.shared.tick_of(far), far)
             }
         };

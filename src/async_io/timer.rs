@@ -8,24 +8,19 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
+use crate::clock::FAR_GRID_US;
 use crate::delay::Delay;
 
 /// A deadline set this far ahead or more is kept on the [`GRID`] (see
 /// [Precision](Timer#precision)).
 const SLACK_FROM: Duration = Duration::from_millis(100);
 
-/// The grid of far deadlines, in microseconds of the timer's clock: a
-/// quarter millisecond, at most 0.25% of their wait. (W9 on smol, 100,000
-/// connections: a 1 ms grid cost half the CPU of this one but doubled the
-/// lateness tail on a loaded machine; this one is a quarter of async-io's
-/// CPU with its tail.)
-const GRID_US: u64 = 250;
-
-/// The grid for a deadline set `ahead` of now (1: exact).
+/// The grid for a deadline set `ahead` of now (1: exact; far deadlines on
+/// [`FAR_GRID_US`]).
 #[inline]
 fn grid(ahead: Duration) -> u64 {
     if ahead >= SLACK_FROM {
-        GRID_US
+        FAR_GRID_US
     } else {
         1
     }
