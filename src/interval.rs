@@ -322,7 +322,8 @@ impl Interval {
         }
         if self.schedule.due_now() {
             self.schedule.set_due_now(false);
-            return Poll::Ready(Some(self.take(None)));
+            let now = self.timeout.clock().now_offset();
+            return Poll::Ready(Some(self.take(None, now)));
         }
         if !self.timeout.is_registered() {
             if let Some(ready) = self.register(cx) {
@@ -350,7 +351,7 @@ impl Interval {
             self.next = next;
             return Poll::Ready(Some(clock.instant_at(due)));
         }
-        Poll::Ready(Some(self.take(Some(word))))
+        Poll::Ready(Some(self.take(Some(word), now)))
     }
 
     /// No tick waits: registers `cx`'s waker unless the entry holds one of
@@ -365,8 +366,10 @@ impl Interval {
             self.register_waker(cx.waker());
             // A tick that fired meanwhile woke the waker the entry had
             // then: look again.
-            if self.timeout.beat_word() & UNTAKEN != 0 {
-                return Poll::Ready(Some(self.take(Some(self.timeout.beat_word()))));
+            let word = self.timeout.beat_word();
+            if word & UNTAKEN != 0 {
+                let now = self.timeout.clock().now_offset();
+                return Poll::Ready(Some(self.take(Some(word), now)));
             }
         }
         // A stop drains the entry and wakes its waker; one that came
@@ -384,8 +387,9 @@ impl Interval {
     #[cold]
     #[inline(never)]
     fn register(&mut self, cx: &mut Context<'_>) -> Option<Option<Instant>> {
-        if self.timeout.clock().now_offset() >= self.next {
-            return Some(Some(self.take(None)));
+        let now = self.timeout.clock().now_offset();
+        if now >= self.next {
+            return Some(Some(self.take(None, now)));
         }
         let waker = cx.waker().clone();
         if !self
@@ -413,12 +417,11 @@ impl Interval {
     /// Takes the tick due at `self.next` and schedules the one after by
     /// the missed-tick rules; returns the tick's instant. `fired`: the
     /// word the driver left as it fired the tick (and re-armed the entry
-    /// for the next one on time).
-    fn take(&mut self, fired: Option<u64>) -> Instant {
+    /// for the next one on time). `now`: the clock, read after the tick
+    /// came (lateness is measured from the moment the tick is taken, as
+    /// tokio does).
+    fn take(&mut self, fired: Option<u64>, now: i64) -> Instant {
         let due = self.next;
-        // Read after the tick came: lateness is measured from the moment
-        // the tick is taken, as tokio does.
-        let now = self.timeout.clock().now_offset();
         let on_time = due.saturating_add(self.schedule.period());
         let next = if now > due.saturating_add(self.tolerance()) {
             self.missed(due, now)
