@@ -5,7 +5,10 @@
 //! `hashwheel::async_io::Timer`, and polls the queue through tokio-test's
 //! mock task (which needs no runtime). What changed: the `use` lines, the
 //! `#[tokio::test]` attribute (now `#[test]` and a `block_on`), the
-//! `time::pause()` lines (there is no tokio clock to pause), and `ms`,
+//! `time::pause()` lines (there is no tokio clock to pause), the two
+//! `time::sleep(ms(1000))` lines before an insert in the past (a wasm
+//! workaround; on the real clock they waited 10 s each, and the queue takes
+//! an instant before its start as its start), and `ms`,
 //! which stretches every duration ×10 so that a loaded machine's
 //! scheduling cannot turn "not yet" into "already" (5 ms becomes 50 ms).
 //! Left out: the three `#[ignore]`d there (they assert tokio-util's own
@@ -241,9 +244,6 @@ fn reset_twice() {
 #[test]
 fn repeatedly_reset_entry_inserted_as_expired() {
     block_on(async {
-        // Instants before the start of the test seem to break in wasm.
-        time::sleep(ms(1000)).await;
-
         let mut queue = task::spawn(DelayQueue::new());
         let now = Instant::now();
 
@@ -422,9 +422,6 @@ fn reset_first_expiring_item_to_expire_later() {
 #[test]
 fn reset_inserted_expired() {
     block_on(async {
-        // Instants before the start of the test seem to break in wasm.
-        time::sleep(ms(1000)).await;
-
         let mut queue = task::spawn(DelayQueue::new());
         let now = Instant::now();
 
