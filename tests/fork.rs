@@ -509,6 +509,78 @@ fn a_childs_stats_and_pending_never_wait_for_a_lock_its_parent_held() {
     assert_eq!(timer.stats().pending, keep.len());
 }
 
+/// The child polls (with another task's waker), resets and drops the
+/// `Interval`s it inherited from a thread-driven `Timer` while a thread of
+/// its parent held their shard's lock (for ever, in the child): none of it
+/// waits for the lock. An interval's waker lives in its wheel entry (issue
+/// 36), so a poll that brings a new waker and a reset both go to the lock;
+/// in the child they leave the entry as it is, and the polled interval
+/// stays pending (no thread ticks it there).
+#[test]
+fn a_childs_intervals_never_wait_for_a_lock_its_parent_held() {
+    use futures::Stream;
+    struct Other;
+    impl std::task::Wake for Other {
+        fn wake(self: Arc<Self>) {}
+    }
+    let _one_at_a_time = pausing();
+    let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
+    let far = Duration::from_secs(3_600);
+    let mut inherited: Vec<_> = (0..3)
+        .map(|_| timer.interval_at(Instant::now() + far, far))
+        .collect();
+    let noop = noop_waker();
+    for interval in &mut inherited {
+        let polled = Pin::new(interval).poll_next(&mut Context::from_waker(&noop));
+        assert!(polled.is_pending());
+    }
+    let holder = {
+        let timer = timer.clone();
+        thread::spawn(move || {
+            // As in the test above: sleeps until one needs a new page,
+            // allocated under the lock.
+            let mut keep = Vec::with_capacity(100_000);
+            PAUSE_NEXT.with(|p| p.set(true));
+            while !PAUSED.load(Ordering::SeqCst) && keep.len() < keep.capacity() {
+                let mut sleep = timer.sleep(ms(3_600_000));
+                assert!(poll_once(&mut sleep).is_pending());
+                keep.push(sleep);
+            }
+            PAUSE_NEXT.with(|p| p.set(false));
+            keep
+        })
+    };
+    wait_for(&PAUSED);
+    let result = fork(
+        || {
+            let mut polled = inherited.pop().unwrap();
+            let mut reset = inherited.pop().unwrap();
+            let other = std::task::Waker::from(Arc::new(Other));
+            let pending = Pin::new(&mut polled)
+                .poll_next(&mut Context::from_waker(&other))
+                .is_pending();
+            reset.reset_after(far);
+            inherited.clear();
+            drop((polled, reset));
+            pending
+        },
+        || RESUME.store(true, Ordering::SeqCst),
+    );
+    let keep = holder.join().unwrap();
+    assert!(
+        PAUSED.load(Ordering::SeqCst),
+        "no page allocated in {}",
+        keep.len()
+    );
+    result.unwrap();
+    // The parent's intervals are its own still: registered, waiting.
+    for interval in &mut inherited {
+        let polled = Pin::new(interval).poll_next(&mut Context::from_waker(&noop));
+        assert!(polled.is_pending());
+    }
+    assert!(!timer.is_stopped());
+}
+
 /// What a child does to the thread-driven `Timer` it inherited that would
 /// set the timerfd it shares with its parent: an insert earlier than the
 /// alarm arms it, then a stop shuts it.

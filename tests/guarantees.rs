@@ -22,7 +22,7 @@
 //! [`exactly_once`], [`cancel_at_drop`], [`exact_pending`], [`stop`]
 //! (completes everything, hands back the tasks), [`runtime_shutdown`],
 //! [`spawn_runtime_gone`], [`last_handle_dropped`], [`panics_contained`],
-//! [`paused_clock`], [`interval_ticks`]. Every cell runs under a watchdog
+//! [`paused_clock`], [`interval_ticks`], [`interval_lifecycle`]. Every cell runs under a watchdog
 //! ([`cell`]): a cell that hangs fails rather than stalling the run
 //! ("nothing hangs"). Fork is
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
@@ -715,6 +715,104 @@ fn interval_ticks<W: Way>() {
     });
 }
 
+/// Intervals through the events a timeout meets. An interval's waker lives
+/// in its wheel entry, and the driver moves it out to wake it and puts it
+/// back after (issue 36), so each event is met with the waker in either
+/// place: a waker that panics is contained (the other intervals tick on,
+/// and the panicky one ticks once polled with a good waker); with the
+/// timer's last handle dropped an interval ticks on, and the driver ends
+/// once it is dropped; with the runtime gone a runtime-driven timer's
+/// interval is woken and ends (`None`), a thread-driven timer's (built
+/// inside the runtime) ticks on.
+fn interval_lifecycle<W: Way>() {
+    use futures::StreamExt;
+    struct Panics;
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("an interval's waker panicked (expected by the test)");
+        }
+    }
+    /// `n` ticks of `interval`, each at its nominal instant (`start` and
+    /// whole periods after it), none early.
+    async fn ticks<W: Way>(
+        way: &W,
+        interval: &mut hashwheel::Interval,
+        start: Instant,
+        period: Duration,
+        n: u32,
+    ) {
+        for i in 0..n {
+            let due = interval.tick().await;
+            assert_eq!(due, start + period * i, "{}: tick {i}", W::NAME);
+            assert!(way.now() >= due, "{}: tick {i} early", W::NAME);
+        }
+    }
+
+    // A panicking waker.
+    let way = W::start();
+    let timer = way.timer();
+    way.block_on(async {
+        let period = W::SHORT;
+        let start = way.now() + period;
+        let mut panicky = timer.interval_at(start, period);
+        let bad = Waker::from(Arc::new(Panics));
+        let mut cx = Context::from_waker(&bad);
+        assert!(panicky.poll_next_unpin(&mut cx).is_pending());
+        let mut good = timer.interval_at(start, period);
+        ticks(&way, &mut good, start, period, 2).await;
+        assert!(!timer.is_stopped(), "{}: stopped by a waker", W::NAME);
+        ticks(&way, &mut panicky, start, period, 1).await;
+    });
+    drop((timer, way));
+
+    // The last handle dropped.
+    let mut way = W::start();
+    let timer = way.timer();
+    let period = ms(2);
+    let start = way.now() + period;
+    let mut interval = timer.interval_at(start, period);
+    drop(timer);
+    way.forget_timer();
+    way.block_on(ticks(&way, &mut interval, start, period, 3));
+    drop(interval);
+    way.driver_ended();
+
+    // The runtime gone.
+    let mut way = W::start();
+    let rt = tokio_runtime();
+    let timer = match W::KIND {
+        Kind::Runtime => way.timer(),
+        #[cfg(feature = "thread")]
+        Kind::Thread => {
+            rt.block_on(async { Timer::builder().driver_thread().shards(2).build().unwrap() })
+        }
+        #[cfg(not(feature = "thread"))]
+        Kind::Thread => unreachable!("no thread driver in this build"),
+    };
+    let (counter, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let far = Duration::from_secs(60);
+    let mut waiting = timer.interval_at(way.now() + far, far);
+    way.block_on(async { assert!(waiting.poll_next_unpin(&mut cx).is_pending()) });
+    way.drop_runtime();
+    drop(rt);
+    match W::KIND {
+        Kind::Runtime => {
+            assert_eq!(wakes(&counter), 1, "{}: woken", W::NAME);
+            assert_eq!(waiting.poll_next_unpin(&mut cx), Poll::Ready(None));
+        }
+        Kind::Thread => {
+            assert!(!timer.is_stopped());
+            let period = ms(2);
+            let start = Instant::now() + period;
+            let mut ticking = timer.interval_at(start, period);
+            futures::executor::block_on(ticks(&way, &mut ticking, start, period, 3));
+            assert!(waiting.poll_next_unpin(&mut cx).is_pending());
+            assert_eq!(wakes(&counter), 0, "{}: woken for nothing", W::NAME);
+        }
+    }
+}
+
 /// Runtime shutdown. A runtime-driven timer stops with its runtime: its
 /// timeouts complete cancelled (on any executor, none needed), the closures
 /// of its tasks are freed, and its errors say why. A thread-driven timer
@@ -990,32 +1088,32 @@ matrix! {
     current_thread: super::CurrentThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, paused_clock, interval_ticks,
+        panics_contained, paused_clock, interval_ticks, interval_lifecycle,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick: super::CurrentThread<2_000> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, paused_clock, interval_ticks,
+        panics_contained, paused_clock, interval_ticks, interval_lifecycle,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick_off_ms: super::CurrentThread<2_500, 300> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, paused_clock, interval_ticks,
+        panics_contained, paused_clock, interval_ticks, interval_lifecycle,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, interval_ticks,
+        panics_contained, interval_ticks, interval_lifecycle,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::ThreadDriver [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown,
         #[cfg(feature = "tokio")] spawn_runtime_gone,
-        last_handle_dropped, panics_contained, paused_clock, interval_ticks,
+        last_handle_dropped, panics_contained, paused_clock, interval_ticks, interval_lifecycle,
     ]
     #[cfg(feature = "thread")]
     delay: super::DelayWay [
