@@ -132,7 +132,7 @@ impl Sleeper {
         state.at = at;
         state.periodic = false;
         #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        self.set_fd(if tick == u64::MAX { None } else { Some(at) }, None);
+        self.set_fd(Some(at), None);
         #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
         self.cond.notify_one();
         true

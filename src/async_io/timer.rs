@@ -11,8 +11,8 @@ use futures_core::Stream;
 use crate::clock::FAR_GRID_US;
 use crate::delay::Delay;
 
-/// A deadline set this far ahead or more is kept on the [`GRID`] (see
-/// [Precision](Timer#precision)).
+/// A deadline set this far ahead or more is kept on a grid of
+/// [`FAR_GRID_US`] (see [Precision](Timer#precision)).
 const SLACK_FROM: Duration = Duration::from_millis(100);
 
 /// The grid for a deadline set `ahead` of now (1: exact; far deadlines on
