@@ -462,6 +462,25 @@ fn a_child_never_waits_for_a_lock_its_parent_held() {
     result.unwrap();
 }
 
+/// A thread that registers sleeps on `timer` (one shard; no allocation
+/// outside the lock: `keep` has room) until one needs a new page, and is
+/// paused in that allocation, under the shard's lock, until [`RESUME`];
+/// it hands back what it registered.
+fn hold_the_lock(timer: &Timer) -> thread::JoinHandle<Vec<hashwheel::Timeout>> {
+    let timer = timer.clone();
+    thread::spawn(move || {
+        let mut keep = Vec::with_capacity(100_000);
+        PAUSE_NEXT.with(|p| p.set(true));
+        while !PAUSED.load(Ordering::SeqCst) && keep.len() < keep.capacity() {
+            let mut sleep = timer.sleep(ms(3_600_000));
+            assert!(poll_once(&mut sleep).is_pending());
+            keep.push(sleep);
+        }
+        PAUSE_NEXT.with(|p| p.set(false));
+        keep
+    })
+}
+
 /// A child reads `stats()`, `pending()` and the `Debug` text of a
 /// thread-driven `Timer` it inherited while a thread of its parent held
 /// the timer's shard lock (for ever, in the child): none waits for the
@@ -471,23 +490,7 @@ fn a_child_never_waits_for_a_lock_its_parent_held() {
 fn a_childs_stats_and_pending_never_wait_for_a_lock_its_parent_held() {
     let _one_at_a_time = pausing();
     let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
-    let holder = {
-        let timer = timer.clone();
-        thread::spawn(move || {
-            // Registers sleeps (no allocation outside the lock: `keep`
-            // has room) until one needs a new page, allocated under the
-            // lock.
-            let mut keep = Vec::with_capacity(100_000);
-            PAUSE_NEXT.with(|p| p.set(true));
-            while !PAUSED.load(Ordering::SeqCst) && keep.len() < keep.capacity() {
-                let mut sleep = timer.sleep(ms(3_600_000));
-                assert!(poll_once(&mut sleep).is_pending());
-                keep.push(sleep);
-            }
-            PAUSE_NEXT.with(|p| p.set(false));
-            keep
-        })
-    };
+    let holder = hold_the_lock(&timer);
     wait_for(&PAUSED);
     let result = fork(
         || {
@@ -534,22 +537,7 @@ fn a_childs_intervals_never_wait_for_a_lock_its_parent_held() {
         let polled = Pin::new(interval).poll_next(&mut Context::from_waker(&noop));
         assert!(polled.is_pending());
     }
-    let holder = {
-        let timer = timer.clone();
-        thread::spawn(move || {
-            // As in the test above: sleeps until one needs a new page,
-            // allocated under the lock.
-            let mut keep = Vec::with_capacity(100_000);
-            PAUSE_NEXT.with(|p| p.set(true));
-            while !PAUSED.load(Ordering::SeqCst) && keep.len() < keep.capacity() {
-                let mut sleep = timer.sleep(ms(3_600_000));
-                assert!(poll_once(&mut sleep).is_pending());
-                keep.push(sleep);
-            }
-            PAUSE_NEXT.with(|p| p.set(false));
-            keep
-        })
-    };
+    let holder = hold_the_lock(&timer);
     wait_for(&PAUSED);
     let result = fork(
         || {

@@ -780,15 +780,7 @@ fn interval_lifecycle<W: Way>() {
     // The runtime gone.
     let mut way = W::start();
     let rt = tokio_runtime();
-    let timer = match W::KIND {
-        Kind::Runtime => way.timer(),
-        #[cfg(feature = "thread")]
-        Kind::Thread => {
-            rt.block_on(async { Timer::builder().driver_thread().shards(2).build().unwrap() })
-        }
-        #[cfg(not(feature = "thread"))]
-        Kind::Thread => unreachable!("no thread driver in this build"),
-    };
+    let timer = runtime_timer(&way, &rt);
     let (counter, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
     let far = Duration::from_secs(60);
@@ -833,16 +825,7 @@ fn runtime_shutdown<W: Way>() {
         return;
     }
     let rt = tokio_runtime();
-    let timer = match W::KIND {
-        Kind::Runtime => way.timer(),
-        // Built inside a runtime, with the default executor.
-        #[cfg(feature = "thread")]
-        Kind::Thread => {
-            rt.block_on(async { Timer::builder().driver_thread().shards(2).build().unwrap() })
-        }
-        #[cfg(not(feature = "thread"))]
-        Kind::Thread => unreachable!("no thread driver in this build"),
-    };
+    let timer = runtime_timer(&way, &rt);
     let (counter, waker) = counting_waker();
     let mut polled = timer.sleep(Duration::from_secs(60));
     way.block_on(async { assert!(poll(&mut polled, &waker).is_pending()) });
@@ -873,6 +856,24 @@ fn runtime_shutdown<W: Way>() {
             assert!(freed.upgrade().is_some());
             drop((polled, unpolled));
             assert!(task.cancel());
+        }
+    }
+}
+
+/// The timer a runtime-shutdown cell watches: the row's own, driven by
+/// its runtime, or for a thread-driven row one built inside `rt` with the
+/// default executor (which does not depend on it).
+fn runtime_timer<W: Way>(way: &W, rt: &tokio::runtime::Runtime) -> Timer {
+    match W::KIND {
+        Kind::Runtime => way.timer(),
+        #[cfg(feature = "thread")]
+        Kind::Thread => {
+            rt.block_on(async { Timer::builder().driver_thread().shards(2).build().unwrap() })
+        }
+        #[cfg(not(feature = "thread"))]
+        Kind::Thread => {
+            let _ = rt;
+            unreachable!("no thread driver in this build")
         }
     }
 }
