@@ -453,13 +453,20 @@ fn a_child_never_waits_for_a_lock_its_parent_held() {
         },
         || RESUME.store(true, Ordering::SeqCst),
     );
+    let _keep = joined(holder);
+    result.unwrap();
+}
+
+/// What a lock-holding thread registered, once it has gone on; fails if it
+/// never reached the allocation it was to pause in.
+fn joined<T>(holder: thread::JoinHandle<Vec<T>>) -> Vec<T> {
     let keep = holder.join().unwrap();
     assert!(
         PAUSED.load(Ordering::SeqCst),
         "no page allocated in {}",
         keep.len()
     );
-    result.unwrap();
+    keep
 }
 
 /// A thread that registers sleeps on `timer` (one shard; no allocation
@@ -501,12 +508,7 @@ fn a_childs_stats_and_pending_never_wait_for_a_lock_its_parent_held() {
         },
         || RESUME.store(true, Ordering::SeqCst),
     );
-    let keep = holder.join().unwrap();
-    assert!(
-        PAUSED.load(Ordering::SeqCst),
-        "no page allocated in {}",
-        keep.len()
-    );
+    let keep = joined(holder);
     result.unwrap();
     assert_eq!(timer.pending(), keep.len(), "the parent's figures");
     assert_eq!(timer.stats().pending, keep.len());
@@ -554,12 +556,7 @@ fn a_childs_intervals_never_wait_for_a_lock_its_parent_held() {
         },
         || RESUME.store(true, Ordering::SeqCst),
     );
-    let keep = holder.join().unwrap();
-    assert!(
-        PAUSED.load(Ordering::SeqCst),
-        "no page allocated in {}",
-        keep.len()
-    );
+    let _keep = joined(holder);
     result.unwrap();
     // The parent's intervals are its own still: registered, waiting.
     for interval in &mut inherited {
