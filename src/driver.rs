@@ -105,6 +105,13 @@ impl Wake for Driver {
         let Some(common) = self.common.upgrade() else {
             return; // every handle is gone
         };
+        if common
+            .alarm
+            .as_runtime()
+            .is_some_and(|alarm| alarm.rang_for_nothing(&common.clock))
+        {
+            return; // a later timer of the ring, rung with the one turned for
+        }
         // Become the turner, or leave the turn to the one running.
         let mut state = common.turn_state.load(Ordering::SeqCst);
         loop {

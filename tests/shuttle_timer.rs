@@ -23,8 +23,8 @@
 //! (pending or fired), dropped, and tasks scheduled and cancelled, from
 //! several threads, against the driver's turn, the alarm being armed
 //! (`note_deadline`/`arm`, `planned`, `turn_state` IDLE/TURNING/AGAIN, the
-//! re-check of `planned` after going idle), `Timer::stop` and the runtime's
-//! shutdown. Checked in every schedule:
+//! re-check of `planned` after going idle, a ring for nothing skipped while
+//! a wake is on its way), `Timer::stop` and the runtime's shutdown. Checked in every schedule:
 //!
 //! - never early: nothing fires, and no poll completes as fired, before its
 //!   deadline;
@@ -122,16 +122,17 @@ std::thread_local! {
     /// How often each rare path ran, over every schedule of one test (a
     /// shuttle test runs all its threads on the test's own OS thread): a
     /// model that never reached them would check little.
-    static COVER: Cell<[usize; 5]> = const { Cell::new([0; 5]) };
+    static COVER: Cell<[usize; 6]> = const { Cell::new([0; 6]) };
 }
 
 /// The paths [`COVER`] counts.
-const COVER_NAMES: [&str; 5] = [
+const COVER_NAMES: [&str; 6] = [
     "turns asked again while turning",
     "arms by the re-check after going idle",
     "driver wakes spawned by an insert already due",
     "resets that fired at once",
     "keep-alive counts released by stop",
+    "rings for nothing, not turned",
 ];
 
 fn cover(path: usize) {
@@ -369,6 +370,12 @@ struct Variant {
     wake_under_lock: bool,
     /// The driver does not re-check `planned` after going idle.
     skip_recheck: bool,
+    /// The driver's waker takes a ring at the very tick the alarm is armed
+    /// for as a ring for nothing.
+    nothing_at_its_tick: bool,
+    /// An arm that finds its instant passed leaves the alarm disarmed, not
+    /// `DUE`, while the wake it spawned is on its way.
+    disarm_when_due: bool,
 }
 
 const IDLE: u8 = 0;
@@ -388,9 +395,12 @@ const T_CANCELLED: u8 = 2;
 /// `Sleep`s, set on each re-arm after a turn to the armed tick and one and
 /// two turns of the driver's grid (the tick's whole milliseconds) after it;
 /// the model keeps the earliest, which is what arms the driver. The later
-/// two ring no earlier than it (a ring that finds nothing due is a turn
-/// that expires nothing), and otherwise only change whether the runtime
-/// unparks its own driver, which this model does not have.
+/// two ring no earlier than it, and otherwise only change whether the
+/// runtime unparks its own driver, which this model does not have, except
+/// in a runtime late by a turn of the grid: it then rings the next timer of
+/// the ring with the earliest, and the driver's waker runs twice (see
+/// [`Common::ring`]; the second finds the alarm re-armed for later and does
+/// not turn, `RuntimeAlarm::rang_for_nothing`).
 struct Alarm {
     armed: u64,
 }
@@ -585,7 +595,8 @@ impl Common {
                 }
             };
             if ready {
-                alarm.armed = u64::MAX;
+                // `DUE`: a wake is on its way; no later arm sets the alarm.
+                alarm.armed = if self.variant.disarm_when_due { u64::MAX } else { 0 };
             }
             ready
         };
@@ -604,6 +615,10 @@ impl Common {
     /// `Driver::wake_by_ref`.
     fn driver_wake(&self) {
         assert_no_lock_held("the driver");
+        if self.rang_for_nothing() {
+            cover(5);
+            return;
+        }
         let mut state = self.turn_state.load(SeqCst);
         loop {
             let next = if state == IDLE { TURNING } else { AGAIN };
@@ -641,6 +656,18 @@ impl Common {
             }
             self.turn_state.store(TURNING, SeqCst);
         }
+    }
+
+    /// `RuntimeAlarm::rang_for_nothing`: the alarm is armed for a tick
+    /// still to come. (The real alarm's tick is an atomic written under
+    /// the alarm's lock; the model reads it under the lock.)
+    fn rang_for_nothing(&self) -> bool {
+        let armed = match self.alarm.lock().as_ref() {
+            Some(alarm) => alarm.armed,
+            None => u64::MAX,
+        };
+        let now = self.now();
+        armed != u64::MAX && (now < armed || self.variant.nothing_at_its_tick && now == armed)
     }
 
     /// `Driver::turn_once` (without the batching under load).
@@ -723,22 +750,26 @@ impl Common {
     }
 
     /// The runtime's timer rings the alarm if it is due; returns whether it
-    /// did.
+    /// did. A runtime a tick or more late rings the next timer of the ring
+    /// with it: the driver's waker runs again after the turn.
     fn ring(&self) -> bool {
         let rings = {
             let mut registered = self.registered.lock().unwrap();
             match *registered {
                 Some(tick) if tick <= self.now() => {
                     *registered = None;
-                    true
+                    Some(tick < self.now())
                 }
-                _ => false,
+                _ => None,
             }
         };
-        if rings {
+        if let Some(late) = rings {
             self.driver_wake();
+            if late {
+                self.driver_wake();
+            }
         }
-        rings
+        rings.is_some()
     }
 
     /// One step of the runtime: a spawned wake, or the alarm if it is due.
@@ -1512,4 +1543,32 @@ fn the_model_catches_a_driver_that_skips_its_re_check() {
         ..Variant::default()
     };
     caught("skip_recheck", timeouts_race_turns, broken, "lost wake-up");
+}
+
+#[test]
+fn the_model_catches_a_ring_at_its_tick_taken_for_nothing() {
+    let broken = Variant {
+        nothing_at_its_tick: true,
+        ..Variant::default()
+    };
+    caught(
+        "nothing_at_its_tick",
+        timeouts_race_turns,
+        broken,
+        "lost wake-up",
+    );
+}
+
+#[test]
+fn the_model_catches_an_alarm_disarmed_while_its_wake_is_on_its_way() {
+    let broken = Variant {
+        disarm_when_due: true,
+        ..Variant::default()
+    };
+    caught(
+        "disarm_when_due",
+        timeouts_race_turns,
+        broken,
+        "lost wake-up",
+    );
 }

@@ -43,10 +43,11 @@ pub(crate) struct RuntimeAlarm {
     /// The runtime timers, from the driver's start until the timer stops
     /// (or its last handle goes).
     armed: Mutex<Option<Armed>>,
-    /// The tick the alarm is armed for; `u64::MAX` when disarmed. Written
-    /// under the lock of `armed`; the driver takes it without the lock as
-    /// a turn starts ([`take_armed`](Self::take_armed)): an arm that races
-    /// the take reads and writes it as if the take came first or last.
+    /// The tick the alarm is armed for; `u64::MAX` when disarmed, [`DUE`]
+    /// when a wake of the driver is on its way. Written under the lock of
+    /// `armed`; the driver takes it without the lock as a turn starts
+    /// ([`take_armed`](Self::take_armed)): an arm that races the take reads
+    /// and writes it as if the take came first or last.
     tick: AtomicU64,
     /// Ends the driver's guard task once the timer is stopped or gone.
     ended: Arc<Notify>,
@@ -119,6 +120,16 @@ impl Ring {
             .is_ready()
     }
 }
+
+/// [`RuntimeAlarm::tick`] when an arm found its instant passed and woke the
+/// driver (or spawned its wake): the alarm is as good as armed for the
+/// timer's start. No later arm sets it (the turn to come re-arms for
+/// everything inserted by then), and the wake is never taken for a ring for
+/// nothing ([`RuntimeAlarm::rang_for_nothing`]): with the alarm disarmed
+/// instead, an insert for later could arm it before the spawned wake ran,
+/// and the wake, finding the alarm armed for later, would leave an insert
+/// already due pending (`tests/shuttle_timer.rs` catches it).
+const DUE: u64 = 0;
 
 /// The runtime timer's resolution, in the clock's microseconds: it rings
 /// on whole milliseconds since the runtime's start.
@@ -304,7 +315,7 @@ impl RuntimeAlarm {
                     }
                 });
             if ready {
-                self.tick.store(u64::MAX, Ordering::Release);
+                self.tick.store(DUE, Ordering::Release);
             }
             (
                 true,
@@ -330,10 +341,26 @@ impl RuntimeAlarm {
         }
     }
 
+    /// Whether the alarm rang for nothing: it is armed for a tick still to
+    /// come. A turn a millisecond or more late finds the next timer of the
+    /// ring due with the one it turns for, and the runtime calls the
+    /// driver's waker for each: the first turns and re-arms the alarm for
+    /// later work, and the second, which would turn again at the same
+    /// instant and find nothing due, does not. One atomic load and a clock
+    /// read; a wake while no tick is armed (the alarm taken by a turn) or
+    /// while one is on its way ([`DUE`]) is never for nothing.
+    pub(crate) fn rang_for_nothing(&self, clock: &Clock) -> bool {
+        let tick = self.tick.load(Ordering::Acquire);
+        tick != u64::MAX && clock.now_tick() < tick
+    }
+
     /// See [`Alarm::take_armed`](super::Alarm::take_armed): one atomic
     /// swap, no lock.
     pub(crate) fn take_armed(&self) -> u64 {
-        self.tick.swap(u64::MAX, Ordering::AcqRel)
+        match self.tick.swap(u64::MAX, Ordering::AcqRel) {
+            DUE => u64::MAX, // no instant the turn could be late for
+            tick => tick,
+        }
     }
 
     /// Disarms for good (the runtime may be shutting down: nothing may poll
