@@ -596,7 +596,11 @@ impl Common {
             };
             if ready {
                 // `DUE`: a wake is on its way; no later arm sets the alarm.
-                alarm.armed = if self.variant.disarm_when_due { u64::MAX } else { 0 };
+                alarm.armed = if self.variant.disarm_when_due {
+                    u64::MAX
+                } else {
+                    0
+                };
             }
             ready
         };
