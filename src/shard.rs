@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::error::{Error, StopReason};
 use crate::process::Process;
 use crate::stats::{Lateness, Stats};
-use crate::wheel::raw::{level_bytes, Expired, Key, Wheel, NEVER};
+use crate::wheel::raw::{level_bytes, Expired, Key, State, Wheel, NEVER};
 use crate::wheel::store::Sparse;
 
 pub(crate) use crate::clock::{far_future, UNIT_NS};
@@ -750,11 +750,51 @@ impl Shard {
         Some(self.lock_blocking())
     }
 
+    /// Inserts an entry into this shard's wheel, `state` (its lock held),
+    /// and marks the shard busy ([`linked`](Self::linked)): every insert
+    /// from outside the driver goes through here or
+    /// [`insert_marked`](Self::insert_marked).
+    #[inline]
+    pub(crate) fn insert(
+        &self,
+        state: &mut ShardState,
+        tick: u64,
+        detached: bool,
+        waker: Option<Waker>,
+    ) -> Key {
+        let key = state.wheel.insert(tick, detached, waker);
+        self.linked();
+        key
+    }
+
+    /// [`insert`](Self::insert) of an interval's entry (see
+    /// [`Wheel::insert_marked`]).
+    #[inline]
+    pub(crate) fn insert_marked(&self, state: &mut ShardState, tick: u64, waker: Waker) -> Key {
+        let key = state.wheel.insert_marked(tick, Some(waker));
+        self.linked();
+        key
+    }
+
+    /// Resets an entry of this shard's wheel, `state` (its lock held), and
+    /// marks the shard busy: a reset may link an entry that had fired.
+    #[inline]
+    pub(crate) fn reset(
+        &self,
+        state: &mut ShardState,
+        key: Key,
+        tick: u64,
+    ) -> (State, Option<Option<Waker>>) {
+        let res = state.wheel.reset(key, tick);
+        self.linked();
+        res
+    }
+
     /// An entry went into this shard's wheel, under its lock: the driver
     /// turns it again (see [`Common::busy`]). One load, but for the first
     /// entry since the wheel was last found empty.
     #[inline]
-    pub(crate) fn linked(&self) {
+    fn linked(&self) {
         let busy = &self.common.busy[self.index];
         if !busy.load(Ordering::Relaxed) {
             busy.store(true, Ordering::SeqCst);

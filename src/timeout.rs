@@ -419,8 +419,7 @@ impl Timeout {
                     if shard.common.is_stopped() {
                         return;
                     }
-                    let res = guard.wheel.reset(self.key(), tick);
-                    shard.linked();
+                    let res = shard.reset(&mut guard, self.key(), tick);
                     if res.0 != State::Cancelled {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
@@ -539,15 +538,14 @@ impl Timeout {
         } else {
             let (key, gen) = match beat {
                 Some(after) => {
-                    let key = state.wheel.insert_marked(tick, Some(waker));
+                    let key = shard.insert_marked(&mut state, tick, waker);
                     (key, shard.deadlines.insert(key, after, true))
                 }
                 None => {
-                    let key = state.wheel.insert(tick, false, Some(waker));
+                    let key = shard.insert(&mut state, tick, false, Some(waker));
                     (key, shard.deadlines.insert(key, tick, false))
                 }
             };
-            shard.linked();
             drop(state);
             shard.common.note_deadline(tick);
             self.set(REGISTERED, u64::from(key) | gen << 32);
@@ -626,8 +624,7 @@ impl Timeout {
                 return false;
             }
             let key = self.key();
-            let (state, taken) = guard.wheel.reset(key, tick);
-            shard.linked();
+            let (state, taken) = shard.reset(&mut guard, key, tick);
             if state == State::Cancelled {
                 return false;
             }

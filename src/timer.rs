@@ -596,8 +596,7 @@ impl Timer {
                 deadline,
                 Box::new(task),
             ));
-            let inserted = state.wheel.insert(tick, true, None);
-            self.shared.shards[shard].linked();
+            let inserted = self.shared.shards[shard].insert(&mut state, tick, true, None);
             debug_assert_eq!(inserted, key);
             state.tasks.insert(key, inner.clone());
             inner
