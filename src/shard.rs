@@ -220,7 +220,7 @@ impl Shared {
                     state: Mutex::new(ShardState {
                         wheel: {
                             let (buckets, res) = bucket_geometry(wheel_size, tick_us);
-                            Wheel::with_window(buckets, ring, res, window(buckets))
+                            Wheel::with_window(buckets, ring, res, window(buckets)).in_link_order()
                         },
                         tasks: Sparse::new(),
                         counts: Counts::default(),
@@ -392,9 +392,9 @@ impl Shared {
 /// heartbeat from 2,287 instructions to 2,223 (issue 29).
 const BUCKET_SPLIT: usize = 4;
 /// The most lists [`BUCKET_SPLIT`] and [`WINDOW`] make a shard's wheel
-/// (4 MiB of list heads): a `wheel_size` over 2^18 keeps buckets of a
+/// (8 MiB of list ends): a `wheel_size` over 2^18 keeps buckets of a
 /// whole tick, and one over 2^16 a level 0 of one round, so that a user's
-/// large wheel costs at most what it did, or 4 MiB.
+/// large wheel costs at most what its unsplit buckets do, or 8 MiB.
 const MAX_SPLIT_BUCKETS: usize = 1 << 20;
 
 /// Rounds (turns of the wheel) that a shard's level 0 holds, where that
@@ -433,18 +433,21 @@ pub(crate) fn bucket_geometry(wheel_size: usize, tick_us: u64) -> (usize, u32) {
 
 /// The heap one shard takes when it is made, holding nothing: its wheel's
 /// two levels ([`level_bytes`] of `buckets * window(buckets)` and of
-/// `ring` lists, 4.1 bytes a list), its lateness histogram, the shard
-/// itself and its place among the shards. [`Builder::build`](crate::Builder::build)
-/// bounds the sum over the shards with it.
+/// `ring` lists, 4.1 bytes a list, and the ends of level 0's lists, 4
+/// bytes more each), its lateness histogram, the shard itself and its place
+/// among the shards. [`Builder::build`](crate::Builder::build) bounds the
+/// sum over the shards with it.
 ///
 /// A bucket of a `wheel_size` up to 2^16 is 16 lists (split in four, and
-/// level 0 holding four rounds: 66 bytes), from 2^17 to 2^18 four (16.5
-/// bytes), from 2^19 one (4.1 bytes): a shard's wheel takes at most about
-/// 4.2 MiB up to 2^20 buckets, 33 KiB at the default 512.
+/// level 0 holding four rounds: 130 bytes), from 2^17 to 2^18 four (32.5
+/// bytes), from 2^19 one (8.1 bytes): a shard's wheel takes at most about
+/// 8.2 MiB up to 2^20 buckets, 65 KiB at the default 512.
 pub(crate) fn shard_bytes(wheel_size: usize, tick_us: u64, ring: usize) -> usize {
     let (buckets, _) = bucket_geometry(wheel_size, tick_us);
     let lists = buckets.saturating_mul(window(buckets));
+    // Level 0 keeps its lists' ends too (see `Wheel::in_link_order`).
     level_bytes(lists)
+        + lists * std::mem::size_of::<u32>()
         + level_bytes(ring)
         + std::mem::size_of::<Lateness>()
         + std::mem::size_of::<Shard>()

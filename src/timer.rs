@@ -37,11 +37,11 @@ const MIN_TICK: Duration = Duration::from_millis(1);
 /// configuration error.
 #[cfg(feature = "thread")]
 const MIN_THREAD_TICK: Duration = Duration::from_micros(10);
-/// The largest wheel: 2^20 buckets, about 4.2 MiB a shard (see
+/// The largest wheel: 2^20 buckets, about 8.2 MiB a shard (see
 /// [`Builder::wheel_size`]). Netty allows 2^30, but it keeps far deadlines
 /// in their buckets, counting rounds; here the round ring holds them, so a
 /// larger wheel would only save a far deadline's move from the ring, at
-/// 4 bytes a bucket per shard, allocated whole at build.
+/// 8 bytes a bucket per shard, allocated whole at build.
 const MAX_WHEEL_SIZE: usize = 1 << 20;
 /// The most a timer may allocate at build, holding nothing, over all its
 /// shards (see [`Builder::shards`]): a timer the builder accepts never
@@ -1186,13 +1186,15 @@ impl Builder {
     /// # Memory
     ///
     /// Each shard (see [`shards`](Builder::shards)) allocates its wheel
-    /// whole at [`build`](Builder::build): 4 bytes and a bit per list. A
-    /// bucket of a wheel of up to 2^16 buckets is 16 lists (split in four,
-    /// and four rounds in the first level): 66 bytes; of 2^17 or 2^18
-    /// buckets, 4 lists (16.5 bytes); of 2^19 or more, one (4.1 bytes). So
-    /// a shard's wheel takes 33 KiB at the default 512 buckets and at most
-    /// about 4.2 MiB (at 2^16, 2^18 and 2^20 buckets), on top of about
-    /// 16 KiB for the shard itself: 51 KiB a shard by default. Timeouts
+    /// whole at [`build`](Builder::build): 8 bytes and a bit per list (its
+    /// two ends: a list keeps its entries in the order they came, which
+    /// keeps the order in which tasks are woken). A bucket of a wheel of up
+    /// to 2^16 buckets is 16 lists (split in four, and four rounds in the
+    /// first level): 130 bytes; of 2^17 or 2^18 buckets, 4 lists (32.5
+    /// bytes); of 2^19 or more, one (8.1 bytes). So a shard's wheel takes
+    /// 65 KiB at the default 512 buckets and at most about 8.2 MiB (at
+    /// 2^16, 2^18 and 2^20 buckets), on top of about 16 KiB for the shard
+    /// itself: 83 KiB a shard by default. Timeouts
     /// take their own storage as they come (see [`capacity`](Builder::capacity)).
     ///
     /// # Examples
@@ -1293,13 +1295,13 @@ impl Builder {
     /// # Memory
     ///
     /// Every shard allocates its wheel and its own state at
-    /// [`build`](Builder::build), 51 KiB with the default wheel and up to
-    /// about 4.2 MiB with a large one (see [`wheel_size`](Builder::wheel_size)),
+    /// [`build`](Builder::build), 83 KiB with the default wheel and up to
+    /// about 8.2 MiB with a large one (see [`wheel_size`](Builder::wheel_size)),
     /// and a timer allocates at most 64 MiB at build, all shards together,
-    /// holding nothing: about 1,270 shards of the default wheel, at least
-    /// 15 of any. `build` fails past that with [`Error::is_invalid_config`],
+    /// holding nothing: about 785 shards of the default wheel, at least
+    /// 7 of any. `build` fails past that with [`Error::is_invalid_config`],
     /// naming how many fit; the default is lowered to fit (64 CPUs' shards
-    /// fit wheels of up to 8,192 buckets, and 15 fit any). A
+    /// fit wheels of up to 4,096 buckets, and 7 fit any). A
     /// [`capacity`](Builder::capacity) you reserve comes on top.
     ///
     /// # Examples
@@ -1508,7 +1510,7 @@ impl Builder {
         let ring = wheel_size.clamp(MIN_RING, MAX_RING);
         let tick_us = tick_ns.div_ceil(UNIT_NS);
         // What each shard allocates now, and how many fit the bound: at
-        // least 15, since a shard takes at most about 4.2 MiB.
+        // least 7, since a shard takes at most about 8.2 MiB.
         let shard_bytes = shard_bytes(wheel_size, tick_us, ring);
         let fit = (MAX_BUILD_BYTES - COMMON_BYTES) / shard_bytes;
         let shards = match self.shards {

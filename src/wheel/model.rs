@@ -52,6 +52,9 @@ pub(crate) struct Case {
     pub(crate) res: u32,
     /// Rounds in level 0 (see [`Wheel::with_window`]).
     pub(crate) window: usize,
+    /// Buckets in link order (see [`Wheel::in_link_order`]), as the
+    /// timer's shards keep them.
+    pub(crate) fifo: bool,
     pub(crate) ops: Vec<Op>,
 }
 
@@ -115,7 +118,9 @@ impl Case {
         let buckets = 1usize << (shape % 7);
         let ring = 1usize << ((shape / 7) % 7);
         let res = u32::from(shape / 49) % 4;
-        let window = 1usize << (b.u8() % 3);
+        let order = b.u8();
+        let window = 1usize << (order % 3);
+        let fifo = order & 0x80 != 0;
         // Ticks are drawn in buckets' widths.
         let (nb, nr) = ((buckets as u64) << res, ring as u64);
         let mut ops = Vec::new();
@@ -149,14 +154,20 @@ impl Case {
             ring,
             res,
             window,
+            fifo,
             ops,
         }
     }
 
     /// Runs the case; `Err` describes the first disagreement with the model.
     pub(crate) fn run(&self) -> Result<(), String> {
+        let wheel = Wheel::with_window(self.buckets, self.ring, self.res, self.window);
         let mut m = Model {
-            wheel: Wheel::with_window(self.buckets, self.ring, self.res, self.window),
+            wheel: if self.fifo {
+                wheel.in_link_order()
+            } else {
+                wheel
+            },
             res: self.res,
             entries: BTreeMap::new(),
             elapsed: 0,
@@ -184,8 +195,12 @@ impl Case {
     /// The case as a readable reproduction.
     pub(crate) fn describe(&self) -> String {
         let mut s = format!(
-            "Wheel::with_window({}, {}, {}, {}), then:\n",
-            self.buckets, self.ring, self.res, self.window
+            "Wheel::with_window({}, {}, {}, {}){}, then:\n",
+            self.buckets,
+            self.ring,
+            self.res,
+            self.window,
+            if self.fifo { ".in_link_order()" } else { "" }
         );
         for op in &self.ops {
             let _ = writeln!(s, "  {op:?}");
