@@ -105,10 +105,12 @@ impl Wake for Driver {
         let Some(common) = self.common.upgrade() else {
             return; // every handle is gone
         };
+        // One clock reading: whether the wake is for nothing, and the turn.
+        let now = common.now_tick();
         if common
             .alarm
             .as_runtime()
-            .is_some_and(|alarm| alarm.rang_for_nothing(&common.clock))
+            .is_some_and(|alarm| alarm.rang_for_nothing(now))
         {
             return; // a later timer of the ring, rung with the one turned for
         }
@@ -136,7 +138,9 @@ impl Wake for Driver {
         // expected (user callbacks and wakers are contained where they
         // run); if one comes all the same, the timer stops with a reason
         // that every pending timeout reports, instead of the process dying.
-        let turned = catch_unwind(AssertUnwindSafe(|| self.turn_loop(&common, &mut batch)));
+        let turned = catch_unwind(AssertUnwindSafe(|| {
+            self.turn_loop(&common, &mut batch, now)
+        }));
         if let Err(panic) = turned {
             self.contain_panic(&common, &mut batch, &*panic);
         }
@@ -149,16 +153,16 @@ impl Wake for Driver {
 }
 
 impl Driver {
-    /// Turns until no wake came during the last turn; the caller holds the
-    /// turn (`turn_state` is not `IDLE`).
-    fn turn_loop(&self, common: &Common, batch: &mut Vec<Fired>) {
+    /// Turns until no wake came during the last turn, the first at `now`;
+    /// the caller holds the turn (`turn_state` is not `IDLE`).
+    fn turn_loop(&self, common: &Common, batch: &mut Vec<Fired>, mut now: u64) {
         loop {
             if common.is_stopped() {
                 // The alarm is gone; nothing may poll it any more.
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 return;
             }
-            let turned = turn::turn_once(common, &self.shards, &self.runner, batch);
+            let turned = turn::turn_once(common, &self.shards, &self.runner, batch, now);
             if common
                 .turn_state
                 .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
@@ -169,6 +173,7 @@ impl Driver {
             }
             // Asked to turn again while turning.
             common.turn_state.store(TURNING, Ordering::SeqCst);
+            now = common.now_tick();
         }
     }
 

@@ -121,7 +121,7 @@ fn run(common: &Weak<Common>, shards: &[Weak<Shard>], sleeper: &Sleeper, runner:
         }
         common.turn_state.store(TURNING, Ordering::SeqCst);
         let turned = catch_unwind(AssertUnwindSafe(|| {
-            turn::turn_once(&common, shards, runner, &mut batch)
+            turn::turn_once(&common, shards, runner, &mut batch, common.now_tick())
         }));
         match turned {
             Ok(turned) => {

@@ -59,7 +59,8 @@ pub(crate) struct Turned {
 }
 
 /// One turn of the driver that holds the turn (`turn_state` is not
-/// `IDLE`): reads the clock, takes the alarm's armed tick (to count how
+/// `IDLE`), at `now` (the clock's reading, [`Common::now_tick`], taken
+/// once the driver was woken): takes the alarm's armed tick (to count how
 /// late the turn is), expires what is due ([`turn`]) and re-arms the alarm
 /// for the earliest tick with work.
 pub(crate) fn turn_once(
@@ -67,11 +68,11 @@ pub(crate) fn turn_once(
     shards: &[Weak<Shard>],
     runner: &TaskRunner,
     batch: &mut Vec<Fired>,
+    now: u64,
 ) -> Turned {
     #[cfg(all(test, feature = "tokio"))]
     crate::hooks::in_turn(common);
     let started = std::time::Instant::now();
-    let now = common.now_tick();
     // One span per turn, for log pipelines and tokio-console-style tools
     // to see stalls: disabled (a check of the callsite's interest, nothing
     // more) unless a subscriber takes `trace`.

@@ -619,7 +619,9 @@ impl Common {
     /// `Driver::wake_by_ref`.
     fn driver_wake(&self) {
         assert_no_lock_held("the driver");
-        if self.rang_for_nothing() {
+        // One clock reading: whether the wake is for nothing, and the turn.
+        let mut now = self.now();
+        if self.rang_for_nothing(now) {
             cover(5);
             return;
         }
@@ -643,7 +645,7 @@ impl Common {
                 self.turn_state.store(IDLE, SeqCst);
                 return;
             }
-            let target = self.turn_once();
+            let target = self.turn_once(now);
             if self
                 .turn_state
                 .compare_exchange(TURNING, IDLE, SeqCst, SeqCst)
@@ -659,24 +661,23 @@ impl Common {
                 return;
             }
             self.turn_state.store(TURNING, SeqCst);
+            now = self.now();
         }
     }
 
     /// `RuntimeAlarm::rang_for_nothing`: the alarm is armed for a tick
     /// still to come. (The real alarm's tick is an atomic written under
     /// the alarm's lock; the model reads it under the lock.)
-    fn rang_for_nothing(&self) -> bool {
+    fn rang_for_nothing(&self, now: u64) -> bool {
         let armed = match self.alarm.lock().as_ref() {
             Some(alarm) => alarm.armed,
             None => u64::MAX,
         };
-        let now = self.now();
         armed != u64::MAX && (now < armed || self.variant.nothing_at_its_tick && now == armed)
     }
 
-    /// `Driver::turn_once` (without the batching under load).
-    fn turn_once(&self) -> u64 {
-        let now = self.now();
+    /// `Driver::turn_once` (without the batching under load), at `now`.
+    fn turn_once(&self, now: u64) -> u64 {
         {
             let mut alarm = self.alarm.lock();
             if let Some(a) = alarm.as_mut() {

@@ -346,12 +346,13 @@ impl RuntimeAlarm {
     /// ring due with the one it turns for, and the runtime calls the
     /// driver's waker for each: the first turns and re-arms the alarm for
     /// later work, and the second, which would turn again at the same
-    /// instant and find nothing due, does not. One atomic load and a clock
-    /// read; a wake while no tick is armed (the alarm taken by a turn) or
-    /// while one is on its way ([`DUE`]) is never for nothing.
-    pub(crate) fn rang_for_nothing(&self, clock: &Clock) -> bool {
+    /// instant and find nothing due, does not. `now`: the clock's tick,
+    /// which the turn then uses. One atomic load; a wake while no tick is
+    /// armed (the alarm taken by a turn) or while one is on its way
+    /// ([`DUE`]) is never for nothing.
+    pub(crate) fn rang_for_nothing(&self, now: u64) -> bool {
         let tick = self.tick.load(Ordering::Acquire);
-        tick != u64::MAX && clock.now_tick() < tick
+        tick != u64::MAX && now < tick
     }
 
     /// See [`Alarm::take_armed`](super::Alarm::take_armed): one atomic
