@@ -1112,16 +1112,10 @@ impl<T> Wheel<T> {
             if let Some(occupied) = occupied {
                 occupied.set(i);
             }
-        }
-        if old != NIL {
+        } else {
             self.entry_mut(old).prev = key;
         }
-        let entry = self.entry_mut(key);
-        if let Some(tick) = tick {
-            entry.set_tick(tick);
-        }
-        entry.next = old;
-        entry.prev = NIL;
+        self.set_links(key, NIL, old, tick);
     }
 
     /// [`push_at`](Self::push_at) at the end of a bucket or of the due
@@ -1146,12 +1140,19 @@ impl<T> Wheel<T> {
         if last != NIL {
             self.entry_mut(last).next = key;
         }
+        self.set_links(key, last, NIL, tick);
+    }
+
+    /// Links the entry at `key` in between `prev` and `next` (a push's
+    /// half), setting its tick to `tick` if given.
+    #[inline]
+    fn set_links(&mut self, key: Key, prev: u32, next: u32, tick: Option<u64>) {
         let entry = self.entry_mut(key);
         if let Some(tick) = tick {
             entry.set_tick(tick);
         }
-        entry.next = NIL;
-        entry.prev = last;
+        entry.prev = prev;
+        entry.next = next;
     }
 
     /// Unlinks a pending entry; leaves its `prev` for the caller to set.
@@ -1170,27 +1171,36 @@ impl<T> Wheel<T> {
         self.linked -= 1;
         if next != NIL {
             self.entry_mut(next).prev = prev;
-        } else if self.fifo() {
-            // The last of its list: a bucket's or the due list's end moves
-            // back (an emptied list's end is left stale).
-            match self.list_for(tick) {
+        }
+        if prev != NIL {
+            self.entry_mut(prev).next = next;
+        }
+        // The first of its list moves its head on; the last of a list
+        // whose end the wheel keeps moves that end back (an emptied list's
+        // end is left stale). Either way the list is looked up once.
+        let first = prev == NIL;
+        let last = next == NIL && self.fifo();
+        if !first && !last {
+            return;
+        }
+        let list = self.list_for(tick);
+        if last {
+            match list {
                 List::Bucket(i) => self.tails[i] = prev,
                 List::Due => self.due_tail = prev,
                 List::Ring(_) | List::Never => {}
             }
         }
-        if prev != NIL {
-            self.entry_mut(prev).next = next;
-            return;
+        if first {
+            let head = match list {
+                List::Bucket(i) => &mut self.buckets.heads[i],
+                List::Ring(i) => &mut self.ring.heads[i],
+                List::Never => &mut self.never,
+                List::Due => &mut self.due,
+            };
+            debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
+            *head = next;
         }
-        let head = match self.list_for(tick) {
-            List::Bucket(i) => &mut self.buckets.heads[i],
-            List::Ring(i) => &mut self.ring.heads[i],
-            List::Never => &mut self.never,
-            List::Due => &mut self.due,
-        };
-        debug_assert_eq!(*head, key, "an unlinked head is not its list's head");
-        *head = next;
     }
 }
 
