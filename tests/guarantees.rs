@@ -22,7 +22,8 @@
 //! [`exactly_once`], [`cancel_at_drop`], [`exact_pending`], [`stop`]
 //! (completes everything, hands back the tasks), [`runtime_shutdown`],
 //! [`spawn_runtime_gone`], [`last_handle_dropped`], [`panics_contained`],
-//! [`paused_clock`], [`interval_ticks`], [`interval_lifecycle`]. Every cell runs under a watchdog
+//! [`paused_clock`], [`interval_ticks`], [`interval_lifecycle`],
+//! [`catch_up_in_order`]. Every cell runs under a watchdog
 //! ([`cell`]): a cell that hangs fails rather than stalling the run
 //! ("nothing hangs"). Fork is
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
@@ -96,6 +97,12 @@ trait Way: Sized {
     fn now(&self) -> Instant;
     /// Lets `d` pass on the row's clock, without holding up its driver.
     fn pass(&self, d: Duration) -> BoxFuture;
+    /// Moves the row's clock on by `d` at once, so that its driver's next
+    /// turn catches up on all of it, where the row can (tokio's paused
+    /// clock); elsewhere [`pass`](Self::pass).
+    fn jump(&self, d: Duration) -> BoxFuture {
+        self.pass(d)
+    }
     /// Drops the runtime the row's timer was built on (and spawns on).
     fn drop_runtime(&mut self);
     /// Drops the row's own handle to its timer.
@@ -234,6 +241,9 @@ impl<const TICK_US: u64, const OFFSET_US: u64> Way for CurrentThread<TICK_US, OF
     }
     fn pass(&self, d: Duration) -> BoxFuture {
         Box::pin(tokio::time::sleep(d))
+    }
+    fn jump(&self, d: Duration) -> BoxFuture {
+        Box::pin(tokio::time::advance(d))
     }
     fn drop_runtime(&mut self) {
         drop(self.rt.take());
@@ -515,6 +525,46 @@ fn never_early<W: Way>() {
             }
         });
         futures::future::join_all(all).await;
+    });
+}
+
+/// A waker that logs its id into a shared list as it is woken.
+struct Logged(Arc<std::sync::Mutex<Vec<u64>>>, u64);
+
+impl Wake for Logged {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.lock().unwrap().push(self.1);
+    }
+}
+
+/// A starved driver catches up in order: sleeps due 5 ms apart (wider
+/// than a bucket of every row's wheel), three to a deadline, made and
+/// polled out of order, all come due by one move of the clock (on tokio's
+/// paused clock, one jump: a single late turn; on the real clock, as they
+/// come), and their wakers are woken in deadline order.
+fn catch_up_in_order<W: Way>() {
+    let way = W::start();
+    way.block_on(async {
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut sleeps = Vec::new();
+        for k in [3, 0, 4, 1, 2, 4, 0, 3, 2, 1, 1, 2, 0, 4, 3] {
+            let mut sleep = way.sleep(ms(5 * (k + 1)));
+            let waker = Waker::from(Arc::new(Logged(log.clone(), k)));
+            assert!(poll(&mut sleep, &waker).is_pending(), "{}", W::NAME);
+            sleeps.push(sleep);
+        }
+        way.jump(ms(30)).await;
+        until(&way, || log.lock().unwrap().len() >= sleeps.len()).await;
+        let woken = log.lock().unwrap().clone();
+        assert_eq!(woken.len(), sleeps.len(), "{}: {woken:?}", W::NAME);
+        assert!(
+            woken.windows(2).all(|w| w[0] <= w[1]),
+            "{}: woken out of deadline order: {woken:?}",
+            W::NAME
+        );
     });
 }
 
@@ -1090,24 +1140,27 @@ matrix! {
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
+        catch_up_in_order,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick: super::CurrentThread<2_000> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
+        catch_up_in_order,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick_off_ms: super::CurrentThread<2_500, 300> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
+        catch_up_in_order,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, interval_ticks, interval_lifecycle,
+        panics_contained, interval_ticks, interval_lifecycle, catch_up_in_order,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::ThreadDriver [
@@ -1115,15 +1168,16 @@ matrix! {
         runtime_shutdown,
         #[cfg(feature = "tokio")] spawn_runtime_gone,
         last_handle_dropped, panics_contained, paused_clock, interval_ticks, interval_lifecycle,
+        catch_up_in_order,
     ]
     #[cfg(feature = "thread")]
     delay: super::DelayWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
-        panics_contained, paused_clock,
+        panics_contained, paused_clock, catch_up_in_order,
     ]
     #[cfg(feature = "thread")]
     async_io: super::AsyncIoWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
-        panics_contained, paused_clock,
+        panics_contained, paused_clock, catch_up_in_order,
     ]
 }
