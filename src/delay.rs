@@ -442,7 +442,8 @@ impl Future for Delay {
         if !this.timeout.is_complete() && !is_here(&this.timeout) {
             this.move_to(Process::current());
         }
-        Pin::new(&mut this.timeout).poll(cx)
+        // futures-timer's `Delay` takes no part in tokio's budget.
+        this.timeout.poll_timer(cx)
     }
 }
 

@@ -4,12 +4,13 @@ use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
 use crate::clock::{Clock, FAR_FUTURE};
+use crate::coop;
 use crate::deadlines::{Deadlines, UNTAKEN};
 use crate::error::{Error, StopReason};
 use crate::timeout::Timeout;
@@ -309,14 +310,27 @@ impl Interval {
         }
     }
 
-    /// The next tick, or `None` once the timer is stopped.
+    /// The next tick, or `None` once the timer is stopped; a ready poll
+    /// spends a unit of tokio's cooperative budget, as tokio's `Interval`
+    /// does (see `coop`).
+    #[inline]
+    fn poll_next_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        let coop = ready!(coop::poll_proceed(cx));
+        let poll = self.poll_next_tick_now(cx);
+        if poll.is_ready() {
+            coop.made_progress();
+        }
+        poll
+    }
+
+    /// [`poll_next_tick`](Self::poll_next_tick) past the budget.
     ///
     /// In the steady state this is one atomic load and a comparison of
     /// wakers when the tick has not come, and one load, a clock read and
     /// one compare-and-swap when it has: the driver re-armed the entry for
     /// the tick after as it fired this one, and put the task's waker back
     /// in it after waking it.
-    fn poll_next_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+    fn poll_next_tick_now(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         if self.timeout.is_stopped() {
             return Poll::Ready(None);
         }

@@ -9,10 +9,11 @@
 //! keys) lives here once. It imports only the wheel.
 
 use std::fmt;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::clock::far_future;
+use crate::coop;
 use crate::wheel::{self, Wheel};
 
 /// The queue's tick, in nanoseconds: deadlines round up to it. It divides
@@ -182,7 +183,22 @@ impl<T, A: Alarm> Queue<T, A> {
         Key(key)
     }
 
+    /// The next item due, `None` when the queue is empty. Each item handed
+    /// out spends a unit of tokio's cooperative budget, as a message from
+    /// one of tokio's channels does (see `coop`; tokio-util's queue spends
+    /// one for each deadline it moves its clock to, which is never more),
+    /// so that a loop draining a burst lets the runtime's other tasks run.
+    #[inline]
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Entry<T>>> {
+        let coop = ready!(coop::poll_proceed(cx));
+        let poll = self.poll_due(cx);
+        if let Poll::Ready(Some(_)) = poll {
+            coop.made_progress();
+        }
+        poll
+    }
+
+    fn poll_due(&mut self, cx: &mut Context<'_>) -> Poll<Option<Entry<T>>> {
         if !self
             .waker
             .as_ref()

@@ -4,11 +4,12 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
+use crate::coop;
 use crate::error::{Elapsed, StopReason};
 use crate::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::raw::{Key, State, NEVER};
@@ -712,8 +713,27 @@ impl Timeout {
 impl Future for Timeout {
     type Output = ();
 
+    /// Takes part in tokio's cooperative budget as tokio's `Sleep` does
+    /// (see `coop`): a ready poll spends a unit of the task's budget, and
+    /// with none left the poll is pending, the task woken again at once.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
+        let coop = ready!(coop::poll_proceed(cx));
+        let poll = self.get_mut().poll_timer(cx);
+        if poll.is_ready() {
+            coop.made_progress();
+        }
+        poll
+    }
+}
+
+impl Timeout {
+    /// [`poll`](Future::poll) without tokio's budget: for the faces whose
+    /// originals take no part in it (futures-timer's `Delay`, async-io's
+    /// `Timer`).
+    #[inline]
+    pub(crate) fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self;
         match this.kind() {
             UNREGISTERED => {
                 // Cloned before the lock: a waker's clone is foreign code.
@@ -741,9 +761,7 @@ impl Future for Timeout {
             _ => Poll::Ready(()),
         }
     }
-}
 
-impl Timeout {
     /// [`poll`](Future::poll) of a registered timeout, but for the steady
     /// state: a new waker to store, or the entry completed.
     #[cold]
@@ -947,14 +965,22 @@ impl<F> WithTimeout<F> {
 impl<F: Future> Future for WithTimeout<F> {
     type Output = Result<F::Output, Elapsed>;
 
+    /// As tokio's `Timeout`: the deadline's poll spends a unit of tokio's
+    /// cooperative budget when ready, and where the wrapped future spent
+    /// the task's last unit, the deadline is polled with the budget lifted,
+    /// so that a future that always exhausts it still times out.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let had_budget_before = coop::has_budget_remaining();
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
         let timeout = this.timeout;
-        Pin::new(&mut *timeout)
-            .poll(cx)
-            .map(|()| Err(timeout.elapsed()))
+        let poll = if had_budget_before && !coop::has_budget_remaining() {
+            coop::poll_unconstrained(timeout, cx)
+        } else {
+            Pin::new(&mut *timeout).poll(cx)
+        };
+        poll.map(|()| Err(timeout.elapsed()))
     }
 }

@@ -1,0 +1,74 @@
+//! tokio's cooperative budget, where tokio's own timer types take part in
+//! it: a task that keeps finding its timers ready yields to the runtime
+//! every so often (tokio's budget is 128 ready polls a task poll), so that
+//! a loop over ready sleeps, timeouts or interval ticks lets the runtime's
+//! other tasks run, as it does with `tokio::time`.
+//!
+//! [`Timeout`](crate::Timeout)'s poll (and so `hashwheel::time::Sleep`'s,
+//! [`WithTimeout`](crate::WithTimeout)'s, hyper's and tower's),
+//! [`Interval`](crate::Interval)'s tick and the tokio
+//! [`DelayQueue`](crate::DelayQueue)'s clock take a unit where tokio's
+//! `Sleep`, `Timeout`, `Interval` and tokio-util's `DelayQueue` do: a
+//! ready poll spends one, a pending poll none, and with none left the poll
+//! is pending and the task is woken again at once. Outside a tokio task
+//! (a thread-driven timer under another executor, or without the feature
+//! `tokio`) there is no budget: every call here is free or a no-op.
+//! `Delay` and `hashwheel::async_io` keep futures-timer's and async-io's
+//! behaviour, which spend none.
+//!
+//! A leaf: it imports nothing of the crate.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// `poll_proceed` takes a unit of the task's budget (pending with none
+/// left) and hands back a `RestoreOnPending`: dropped unused, it gives the
+/// unit back (the poll was pending); `made_progress` spends it.
+#[cfg(feature = "tokio")]
+pub(crate) use tokio::task::coop::{has_budget_remaining, poll_proceed};
+
+/// Polls `fut` with the budget lifted: tokio's `Timeout` does so for its
+/// deadline when the future it wraps spent the task's last unit, so that
+/// the deadline is still seen.
+#[cfg(feature = "tokio")]
+#[inline]
+pub(crate) fn poll_unconstrained<F: Future + Unpin>(
+    fut: &mut F,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
+    Pin::new(&mut tokio::task::coop::unconstrained(fut)).poll(cx)
+}
+
+/// Without tokio there is no budget: every poll proceeds, and this is
+/// what it hands back.
+#[cfg(not(feature = "tokio"))]
+#[derive(Debug)]
+pub(crate) struct Progress;
+
+#[cfg(not(feature = "tokio"))]
+impl Progress {
+    #[inline(always)]
+    pub(crate) fn made_progress(&self) {}
+}
+
+#[cfg(not(feature = "tokio"))]
+#[inline(always)]
+pub(crate) fn poll_proceed(_cx: &mut Context<'_>) -> Poll<Progress> {
+    Poll::Ready(Progress)
+}
+
+#[cfg(not(feature = "tokio"))]
+#[inline(always)]
+pub(crate) fn has_budget_remaining() -> bool {
+    true
+}
+
+#[cfg(not(feature = "tokio"))]
+#[inline(always)]
+pub(crate) fn poll_unconstrained<F: Future + Unpin>(
+    fut: &mut F,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
+    Pin::new(fut).poll(cx)
+}
