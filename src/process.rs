@@ -1,31 +1,91 @@
-//! Which process this is, in a way a pid namespace cannot fool: the fork
-//! checks of the paths a forked child may take through what it inherited
-//! (a contended lock, a stop, the thread driver's alarm, `Delay`'s poll).
+//! Which process this is, in a way a pid namespace cannot fool and a
+//! process that loses `/proc` does not mistake: [`Origin`], the one owner
+//! of the question "is the caller still in the process that built this
+//! timer?", which every fork check asks (a contended lock, a stop, a
+//! task's release, the thread driver's alarm, `Delay`'s poll).
 //!
 //! A process id is relative to its pid namespace. A process that is pid 1
 //! of its namespace (a container's init) may fork a child into a new pid
 //! namespace, where the child is pid 1 too: `getpid` alone took that child
 //! for its parent, which hung it (a `Delay` waiting on a driver thread the
 //! child does not have) and let it stall the parent (a stop that shut the
-//! timerfd the two share). A process here is its id and the inode of its
+//! timerfd the two share). A [`Process`] is its id and the inode of its
 //! pid namespace (`/proc/self/ns/pid`): two processes alive together never
 //! share both. Reading the namespace costs a few microseconds (a
 //! `readlink` through `/proc`), so the checks make it only on slow paths,
 //! and only once `getpid` has matched: a child of the usual kind is told
 //! apart by its id alone.
 //!
-//! Where there is no `/proc` (not mounted, or another system than Linux,
-//! which has no pid namespaces) the namespace reads as 0 for every
-//! process, and the id alone tells processes apart, as before.
+//! `/proc` may be missing (not mounted, or another system than Linux,
+//! which has no pid namespaces), or go away after the timer was built (a
+//! daemon that chroots into an empty jail to drop privileges, Landlock, an
+//! unmount). A namespace that cannot be read is unknown, never a
+//! different one: the id alone then decides, as where there are no
+//! namespaces (a process that lost `/proc` once took itself for a forked
+//! child: it fired sleeps at once as cancelled and its `stop` woke
+//! nothing). The one case that leaves undecided, a child forked into a new
+//! pid namespace with its parent's id, by a process that has lost `/proc`,
+//! is decided by the witness below where there is one.
 //!
-//! A thread-driven timer on Linux has a cheaper test, a [`Witness`]: a
-//! `memfd` its process holds a record lock on. Record locks belong to a
-//! process and a child does not inherit them, so asking the kernel whether
-//! another process holds the lock (`F_GETLK`, a few hundred nanoseconds)
-//! tells the timer's process from any child of it alive beside it, whatever
-//! its id; `Delay`'s poll, which checks often, takes that test.
+//! On Linux with the feature `thread`, an [`Origin`] also has a
+//! [`Witness`]: a `memfd` its process holds a record lock on. Record locks
+//! belong to a process and a child does not inherit them, so asking the
+//! kernel whether another process holds the lock (`F_GETLK`, a few hundred
+//! nanoseconds, no `/proc`) tells the timer's process from any child of it
+//! alive beside it, whatever its id and namespace.
 //!
 //! A leaf: it imports nothing of the crate.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The process a timer was built in, and the test of whether the caller
+/// is still in it: built once, as the timer is
+/// ([`Builder::build`](crate::Builder::build)), and shared by its shards,
+/// its driver and alarm, and through the timer by `Delay` and the queues
+/// on it.
+#[derive(Debug)]
+pub(crate) struct Origin {
+    process: Process,
+    /// The cheaper and surer test, where the system gives one.
+    #[cfg(all(feature = "thread", target_os = "linux"))]
+    witness: Option<Witness>,
+}
+
+impl Origin {
+    /// The calling process: a `getpid`, a read of its pid namespace and,
+    /// where it can, a witness (a `memfd` and its lock): at a timer's
+    /// build only.
+    pub(crate) fn here() -> Origin {
+        Origin {
+            process: Process::current(),
+            #[cfg(all(feature = "thread", target_os = "linux"))]
+            witness: Witness::new(),
+        }
+    }
+
+    /// The process's id: the first test of every check, one compare with
+    /// a `getpid`.
+    #[inline]
+    pub(crate) fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// Whether the caller is in this process, not a child forked from it:
+    /// a `getpid` (another id: another process); then the witness, where
+    /// there is one (an `F_GETLK`); else the pid namespace, where it can be
+    /// read now and could be at the build (a few microseconds); else the
+    /// id alone. Slow paths only.
+    pub(crate) fn is_current(&self) -> bool {
+        if std::process::id() != self.pid() {
+            return false;
+        }
+        #[cfg(all(feature = "thread", target_os = "linux"))]
+        if let Some(here) = self.witness.as_ref().and_then(Witness::is_current) {
+            return here;
+        }
+        self.process.is_current()
+    }
+}
 
 /// A process: its id and its pid namespace's inode, packed in a word
 /// (`namespace << 32 | pid`) so that it fits one atomic. The kernel
@@ -36,9 +96,20 @@ pub(crate) struct Process(u64);
 
 impl Process {
     /// This process: a `getpid` and a read of its pid namespace (a few
-    /// microseconds: slow paths only).
+    /// microseconds: slow paths only). Where the namespace cannot be read
+    /// now, the one this process last read (a process that lost `/proc`
+    /// stays the process it was), or unknown (0).
     pub(crate) fn current() -> Process {
-        Process::new(std::process::id(), pid_namespace())
+        let pid = std::process::id();
+        let namespace = pid_namespace().unwrap_or_else(|| {
+            let last = LAST_READ.load(Ordering::Relaxed);
+            if last as u32 == pid {
+                (last >> 32) as u32
+            } else {
+                0
+            }
+        });
+        Process::new(pid, namespace)
     }
 
     fn new(pid: u32, namespace: u32) -> Process {
@@ -53,9 +124,20 @@ impl Process {
     /// Whether this is the calling process: its id first (a `getpid`,
     /// which tells an ordinary forked child apart), and only if that
     /// matches, its pid namespace (a child forked into a new one may have
-    /// its parent's id).
+    /// its parent's id), where both this process's and the caller's are
+    /// known: a namespace that cannot be read (no `/proc`, or no longer)
+    /// leaves the id alone to decide.
     pub(crate) fn is_current(self) -> bool {
-        std::process::id() == self.pid() && pid_namespace() == (self.0 >> 32) as u32
+        if std::process::id() != self.pid() {
+            return false;
+        }
+        let ours = self.namespace();
+        ours == 0 || pid_namespace().map_or(true, |theirs| theirs == ours)
+    }
+
+    /// The inode of the process's pid namespace; 0 where it is unknown.
+    fn namespace(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 
     /// The word, for an atomic; never 0 (a process id is not).
@@ -125,19 +207,28 @@ impl Witness {
     }
 }
 
+/// The last namespace this process read, with its id
+/// (`namespace << 32 | pid`): what [`Process::current`] falls back on once
+/// `/proc` is gone. A forked child inherits it, and tells it is not its
+/// own by the id.
+static LAST_READ: AtomicU64 = AtomicU64::new(0);
+
 /// The inode of this process's pid namespace, from the link
-/// `/proc/self/ns/pid` (`pid:[4026531836]`); 0 where it cannot be read.
-fn pid_namespace() -> u32 {
+/// `/proc/self/ns/pid` (`pid:[4026531836]`); `None` where it cannot be
+/// read (no `/proc`, not mounted, unreadable, or no longer there).
+fn pid_namespace() -> Option<u32> {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_link("/proc/self/ns/pid")
+        let namespace = std::fs::read_link("/proc/self/ns/pid")
             .ok()
-            .and_then(|link| parse_namespace(link.to_str()?))
-            .unwrap_or(0)
+            .and_then(|link| parse_namespace(link.to_str()?))?;
+        let read = u64::from(namespace) << 32 | u64::from(std::process::id());
+        LAST_READ.store(read, Ordering::Relaxed);
+        Some(namespace)
     }
     #[cfg(not(target_os = "linux"))]
     {
-        0
+        None
     }
 }
 
@@ -177,9 +268,23 @@ mod tests {
         if std::path::Path::new("/proc/self/ns/pid").exists() {
             assert_ne!(namespace, 0, "read from /proc");
         }
-        let elsewhere = Process::new(me.pid(), namespace.wrapping_add(1));
-        assert!(!elsewhere.is_current(), "the same id in another namespace");
+        if pid_namespace().is_some() {
+            let elsewhere = Process::new(me.pid(), namespace.wrapping_add(1));
+            assert!(!elsewhere.is_current(), "the same id in another namespace");
+        }
         let other = Process::new(me.pid().wrapping_add(1), namespace);
         assert!(!other.is_current(), "another id");
+    }
+
+    /// A namespace that is not known is not another one: the id decides
+    /// (a process built without `/proc`, or that lost it since).
+    #[test]
+    fn an_unknown_namespace_leaves_the_id_to_decide() {
+        let me = Process::current();
+        assert!(Process::new(me.pid(), 0).is_current());
+        assert!(!Process::new(me.pid().wrapping_add(1), 0).is_current());
+        let origin = Origin::here();
+        assert!(origin.is_current());
+        assert_eq!(origin.pid(), std::process::id());
     }
 }

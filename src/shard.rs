@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::alarm::Alarm;
 use crate::clock::Clock;
 use crate::error::{Error, StopReason};
-use crate::process::Process;
+use crate::process::Origin;
 use crate::stats::{Lateness, Stats};
 use crate::wheel::raw::{level_bytes, Expired, Key, State, Wheel, NEVER};
 use crate::wheel::store::Sparse;
@@ -41,7 +41,8 @@ pub(crate) struct Shared {
 pub(crate) struct Common {
     /// The process that built the timer. A child forked from it inherits
     /// the timer's memory but none of its threads: see [`lock_unless_forked`].
-    pub(crate) process: Process,
+    /// Shared with the driver's alarm.
+    pub(crate) origin: Arc<Origin>,
     /// The timer's clock, and its ticks.
     pub(crate) clock: Clock,
     /// The driver's alarm (see `alarm`): a runtime timer, or the driver
@@ -186,7 +187,9 @@ impl AtomicCounts {
 }
 
 impl Shared {
-    /// The shards of a new timer, with nothing pending.
+    /// The shards of a new timer, with nothing pending: the builder's plan,
+    /// field by field, and what drives it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         tick: Duration,
         tick_us: u64,
@@ -195,10 +198,10 @@ impl Shared {
         shards: usize,
         max_pending: Option<usize>,
         alarm: Alarm,
+        origin: Arc<Origin>,
     ) -> Arc<Shared> {
         let common = Arc::new(Common {
-            // A thread's alarm read it already.
-            process: alarm.process().unwrap_or_else(Process::current),
+            origin,
             clock: Clock::new(alarm.source(), tick_us),
             alarm,
             planned: AtomicU64::new(u64::MAX),
@@ -519,15 +522,9 @@ impl Common {
     }
 
     /// Whether this is the process that built the timer, and not a child
-    /// forked from it: a thread-driven timer's alarm tells cheaply (a
-    /// `getpid` and an `F_GETLK`, see `process`); otherwise a `getpid`, and
-    /// where the id matches, a read of the pid namespace (a child forked
-    /// into a new one may have its parent's id). Slow paths only.
+    /// forked from it (see [`Origin::is_current`]). Slow paths only.
     pub(crate) fn is_here(&self) -> bool {
-        match self.alarm.is_here() {
-            Some(here) => here,
-            None => self.process.is_current(),
-        }
+        self.origin.is_current()
     }
 
     /// Marks the timer stopped for `reason` (one of the stopped states);
@@ -736,7 +733,7 @@ impl Shard {
     #[cold]
     #[inline(never)]
     fn lock_unless_forked_contended(&self) -> Option<MutexGuard<'_, ShardState>> {
-        if std::process::id() != self.common.process.pid() {
+        if std::process::id() != self.common.origin.pid() {
             return None; // a child of the usual kind
         }
         if let Some(guard) = self.spin_lock() {

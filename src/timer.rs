@@ -22,6 +22,7 @@ use crate::driver;
 use crate::error::Error;
 use crate::executor::TaskExecutor;
 use crate::interval::Interval;
+use crate::process::Origin;
 use crate::shard::{far_future, shard_bytes, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
 use crate::task::TaskHandle;
@@ -1028,7 +1029,7 @@ struct Plan {
 impl Plan {
     /// The shared state of a timer with `alarm`, with the room
     /// [`Builder::capacity`] asked for reserved on every shard.
-    fn shared(&self, alarm: Alarm) -> Arc<Shared> {
+    fn shared(&self, alarm: Alarm, origin: Arc<Origin>) -> Arc<Shared> {
         let shared = Shared::new(
             self.tick,
             self.tick_us,
@@ -1037,6 +1038,7 @@ impl Plan {
             self.shards,
             self.max_pending,
             alarm,
+            origin,
         );
         if self.per_shard > 0 {
             for shard in shared.shards.iter() {
@@ -1579,7 +1581,10 @@ impl Builder {
         // tokio's clock is std's, which a paused runtime's is not.
         let shared = {
             let _entered = handle.enter();
-            plan.shared(Alarm::Runtime(RuntimeAlarm::new()))
+            plan.shared(
+                Alarm::Runtime(RuntimeAlarm::new()),
+                Arc::new(Origin::here()),
+            )
         };
         driver::start(&handle, &shared, executor);
         Ok(Timer { shared })
@@ -1602,10 +1607,11 @@ impl Builder {
         };
         #[cfg(not(feature = "tokio"))]
         let runner = executor.bind_thread();
-        let sleeper = Sleeper::new().map(Arc::new).map_err(|err| {
+        let origin = Arc::new(Origin::here());
+        let sleeper = Sleeper::new(origin.clone()).map(Arc::new).map_err(|err| {
             Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
         })?;
-        let shared = plan.shared(Alarm::Thread(sleeper.clone()));
+        let shared = plan.shared(Alarm::Thread(sleeper.clone()), origin);
         thread_driver::start(&shared, sleeper, runner).map_err(|err| {
             Error::invalid_config(format!("the driver's thread could not be started: {err}"))
         })?;

@@ -23,7 +23,8 @@
 //! (completes everything, hands back the tasks), [`runtime_shutdown`],
 //! [`spawn_runtime_gone`], [`last_handle_dropped`], [`panics_contained`],
 //! [`paused_clock`], [`interval_ticks`], [`interval_lifecycle`],
-//! [`catch_up_in_order`]. Every cell runs under a watchdog
+//! [`catch_up_in_order`], [`coop`] (tokio's cooperative budget, on every
+//! row where tokio is present). Every cell runs under a watchdog
 //! ([`cell`]): a cell that hangs fails rather than stalling the run
 //! ("nothing hangs"). Fork is
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
@@ -110,6 +111,156 @@ trait Way: Sized {
     /// Waits (bounded) until the driver of a timer whose every handle went
     /// has ended, where the row can see it; fails if it did not.
     fn driver_ended(&self) {}
+}
+
+/// A row that loses `/proc` once its timer is built (`W`'s timer, then a
+/// `chroot` into an empty directory, as a daemon that drops its
+/// privileges into a jail does; Landlock or an unmount do the same to the
+/// timer): only inside [`jailed`]'s forked child, where the jail cannot
+/// reach the rest of the test run. A process that lost `/proc` took
+/// itself for a child forked from the one that built the timer (its pid
+/// namespace read as another): contended sleeps completed at once as
+/// cancelled, `pending()` counted entries long gone, and `stop()` woke
+/// nothing.
+#[cfg(target_os = "linux")]
+struct NoProc<W>(W);
+
+/// Set in [`jailed`]'s child: [`NoProc::start`] chroots there.
+#[cfg(target_os = "linux")]
+static IN_JAIL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The exit status of a jailed child that could not chroot (not root).
+#[cfg(target_os = "linux")]
+const NO_CHROOT: i32 = 77;
+
+/// Chroots the calling process into an empty directory of its own, so
+/// that `/proc` (and every other path) is gone; a child that may not do
+/// so (not root) exits with [`NO_CHROOT`].
+#[cfg(target_os = "linux")]
+fn lose_proc() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = jail_dir(std::process::id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a plain system call on a valid C string.
+    if unsafe { libc::chroot(path.as_ptr()) } != 0 {
+        eprintln!(
+            "skipped: chroot refused (it needs root): {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(NO_CHROOT) };
+    }
+    std::env::set_current_dir("/").unwrap();
+    assert!(
+        std::fs::read_link("/proc/self/ns/pid").is_err(),
+        "/proc is gone"
+    );
+}
+
+/// The empty directory a jailed child `pid` chroots into.
+#[cfg(target_os = "linux")]
+fn jail_dir(pid: u32) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("hashwheel-no-proc-{pid}"))
+}
+
+#[cfg(target_os = "linux")]
+impl<W: Way> Way for NoProc<W> {
+    const NAME: &'static str = W::NAME;
+    const KIND: Kind = W::KIND;
+    const LATE: Duration = W::LATE;
+    const SHORT: Duration = W::SHORT;
+    fn start() -> Self {
+        let way = W::start();
+        if IN_JAIL.load(Ordering::SeqCst) {
+            lose_proc();
+        }
+        NoProc(way)
+    }
+    #[cfg(feature = "tokio")]
+    fn start_spawning() -> Self {
+        let way = W::start_spawning();
+        if IN_JAIL.load(Ordering::SeqCst) {
+            lose_proc();
+        }
+        NoProc(way)
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.0.block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        self.0.timer()
+    }
+    fn sleep(&self, d: Duration) -> BoxFuture {
+        self.0.sleep(d)
+    }
+    fn now(&self) -> Instant {
+        self.0.now()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        self.0.pass(d)
+    }
+    fn jump(&self, d: Duration) -> BoxFuture {
+        self.0.jump(d)
+    }
+    fn drop_runtime(&mut self) {
+        self.0.drop_runtime();
+    }
+    fn forget_timer(&mut self) {
+        self.0.forget_timer();
+    }
+    fn driver_ended(&self) {
+        self.0.driver_ended();
+    }
+}
+
+/// Runs `column` in a forked child that loses `/proc` once its row's timer
+/// is built (see [`NoProc`]), under [`cell`]'s watchdog and one of its own
+/// that kills the child; skipped, saying why, where the child may not
+/// chroot.
+#[cfg(target_os = "linux")]
+fn jailed(name: &str, column: fn()) {
+    cell(name, move || {
+        // SAFETY: the child runs only `column` and then `_exit`s, without
+        // returning into the test harness.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            IN_JAIL.store(true, Ordering::SeqCst);
+            let ok = std::panic::catch_unwind(column).is_ok();
+            // SAFETY: ends the child at once, running nothing of the
+            // parent's.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let start = Instant::now();
+        let mut status = 0;
+        loop {
+            // SAFETY: `status` is a valid out-pointer.
+            let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            assert!(done >= 0, "waitpid failed");
+            if done == pid {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                // SAFETY: our own child, not yet reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the jailed child hung");
+            }
+            std::thread::sleep(ms(1));
+        }
+        let _ = std::fs::remove_dir(jail_dir(pid as u32));
+        match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+            (true, 0) => {}
+            (true, NO_CHROOT) => eprintln!("skipped: the jailed child could not chroot"),
+            _ => panic!(
+                "the jailed child failed (wait status {status:#x}; \
+                 its panic is above with --nocapture)"
+            ),
+        }
+    });
 }
 
 /// A waker that counts its wakes.
@@ -1112,6 +1263,175 @@ fn paused_clock<W: Way>() {
     }
 }
 
+/// Contended: two other threads make, poll and drop far sleeps on the
+/// row's timer without pause (its shards' locks are taken when another
+/// thread wants them, the fork checks' path), while a task sleeps and
+/// times out on it: every sleep completes no earlier than its deadline and
+/// fired (none at once as cancelled), every timeout elapses at its
+/// deadline (none at once), `pending()` comes back to what is alive, and
+/// `stop()` wakes a task waiting an hour.
+fn contended<W: Way>() {
+    use std::sync::atomic::AtomicBool;
+    let way = W::start();
+    let timer = way.timer();
+    let quit = Arc::new(AtomicBool::new(false));
+    let touchers: Vec<_> = (0..2)
+        .map(|_| {
+            let (timer, quit) = (timer.clone(), quit.clone());
+            std::thread::spawn(move || {
+                let (_, waker) = counting_waker();
+                while !quit.load(Ordering::Relaxed) {
+                    let mut far = timer.sleep(Duration::from_secs(3_600));
+                    assert!(poll(&mut far, &waker).is_pending());
+                    let mut far_too = timer.sleep(Duration::from_secs(3_600));
+                    assert!(poll(&mut far_too, &waker).is_pending());
+                    drop((far, far_too));
+                }
+            })
+        })
+        .collect();
+    way.block_on(async {
+        for i in 0..200u64 {
+            let d = us(200 + i % 7 * 100);
+            let start = way.now();
+            let mut sleep = timer.sleep(d);
+            (&mut sleep).await;
+            assert!(way.now() >= start + d, "{}: sleep {i} early", W::NAME);
+            assert!(!sleep.is_cancelled(), "{}: sleep {i} cancelled", W::NAME);
+            let start = way.now();
+            let timed = timer.timeout(d, std::future::pending::<()>()).await;
+            assert!(timed.is_err(), "{}", W::NAME);
+            assert!(way.now() >= start + d, "{}: timeout {i} early", W::NAME);
+        }
+    });
+    quit.store(true, Ordering::Relaxed);
+    for toucher in touchers {
+        toucher.join().unwrap();
+    }
+    assert_eq!(timer.pending(), 0, "{}: nothing alive", W::NAME);
+    let (counter, waker) = counting_waker();
+    let mut hour = timer.sleep(Duration::from_secs(3_600));
+    assert!(poll(&mut hour, &waker).is_pending());
+    assert_eq!(timer.pending(), 1);
+    timer.stop();
+    assert_eq!(
+        wakes(&counter),
+        1,
+        "{}: stop woke the waiting task",
+        W::NAME
+    );
+    assert!(poll(&mut hour, &waker).is_ready() && hour.is_cancelled());
+    assert_eq!(timer.pending(), 0);
+}
+
+/// A child forked from a process that lost `/proc` (a grandchild of the
+/// test) arms and stops the thread-driven timer it inherited: it leaves
+/// its parent's timer alone (the timerfd is the parent's too), which keeps
+/// firing. Its `getpid` tells it apart even without `/proc`; the row runs
+/// it on every timer all the same.
+#[cfg(target_os = "linux")]
+fn child_leaves_the_timer_alone<W: Way>() {
+    let way = W::start();
+    let timer = way.timer();
+    let (_, waker) = counting_waker();
+    let mut armed = timer.sleep(Duration::from_secs(3_600));
+    assert!(poll(&mut armed, &waker).is_pending());
+    // SAFETY: the child touches only what it inherited and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let mut soon = timer.sleep(Duration::from_nanos(1_500));
+        let (_, noop) = counting_waker();
+        let _ = poll(&mut soon, &noop);
+        armed.reset(Duration::from_millis(1));
+        timer.stop();
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: our own child; `status` is a valid out-pointer.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    assert!(
+        !timer.is_stopped(),
+        "{}: the child's stop is its own",
+        W::NAME
+    );
+    assert!(poll(&mut armed, &waker).is_pending(), "{}", W::NAME);
+    way.block_on(async {
+        let start = way.now();
+        timer.sleep(ms(2)).await;
+        assert!(way.now() >= start + ms(2));
+        let mut interval = timer.interval(ms(1));
+        for _ in 0..3 {
+            interval.tick().await;
+        }
+    });
+    drop(armed);
+    assert_eq!(timer.pending(), 0, "{}", W::NAME);
+}
+
+/// tokio's cooperative budget (tokio's 128 ready polls a task poll): the
+/// row's sleeps, zero timeouts and immediate interval ticks, polled from a
+/// tokio task (the row's own runtime, or a current-thread one for a
+/// thread-driven timer), each spend a unit when ready, so the task's poll
+/// sees the budget run out after as many ready polls as with
+/// `tokio::time`, and yields. `delay` and `async_io` keep futures-timer's
+/// and async-io's behaviour: they spend none.
+#[cfg(feature = "tokio")]
+fn coop<W: Way>() {
+    use std::future::poll_fn;
+    const BUDGET: usize = 128;
+    /// Ready polls of futures `make` makes, in one poll of the task, until
+    /// one is pending (at most four budgets).
+    async fn ready_polls<F: Future + Unpin>(mut make: impl FnMut() -> F) -> usize {
+        tokio::task::yield_now().await;
+        poll_fn(|cx| {
+            let mut n = 0;
+            while n < 4 * BUDGET && Pin::new(&mut make()).poll(cx).is_ready() {
+                n += 1;
+            }
+            Poll::Ready(n)
+        })
+        .await
+    }
+    let way = W::start();
+    let spends = has_timer::<W>();
+    let check = async {
+        let expected = if spends { BUDGET } else { 4 * BUDGET };
+        let sleeps = ready_polls(|| way.sleep(Duration::ZERO)).await;
+        assert_eq!(sleeps, expected, "{}: zero sleeps", W::NAME);
+        if spends {
+            let timer = way.timer();
+            let timeouts =
+                ready_polls(|| timer.timeout(Duration::ZERO, std::future::pending::<()>())).await;
+            assert_eq!(timeouts, BUDGET, "{}: zero timeouts", W::NAME);
+            let mut interval = timer.interval(Duration::from_secs(1));
+            tokio::task::yield_now().await;
+            let ticks = poll_fn(|cx| {
+                let mut n = 0;
+                loop {
+                    interval.reset_immediately();
+                    if n == 4 * BUDGET || interval.poll_tick(cx).is_pending() {
+                        return Poll::Ready(n);
+                    }
+                    n += 1;
+                }
+            })
+            .await;
+            assert_eq!(ticks, BUDGET, "{}: immediate ticks", W::NAME);
+        }
+    };
+    match W::KIND {
+        Kind::Runtime => way.block_on(check),
+        Kind::Thread => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(check),
+    }
+}
+
 // ---- the table ----
 
 /// `matrix! { row: Way [columns] ... }`: a module per row, a `#[test]` per
@@ -1140,27 +1460,28 @@ matrix! {
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order,
+        catch_up_in_order, coop, contended,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick: super::CurrentThread<2_000> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order,
+        catch_up_in_order, coop, contended,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick_off_ms: super::CurrentThread<2_500, 300> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order,
+        catch_up_in_order, coop, contended,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, interval_ticks, interval_lifecycle, catch_up_in_order,
+        coop, contended,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::ThreadDriver [
@@ -1168,16 +1489,64 @@ matrix! {
         runtime_shutdown,
         #[cfg(feature = "tokio")] spawn_runtime_gone,
         last_handle_dropped, panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order,
+        catch_up_in_order, contended,
+        #[cfg(feature = "tokio")] coop,
     ]
     #[cfg(feature = "thread")]
     delay: super::DelayWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
         panics_contained, paused_clock, catch_up_in_order,
+        #[cfg(feature = "tokio")] coop,
     ]
     #[cfg(feature = "thread")]
     async_io: super::AsyncIoWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
         panics_contained, paused_clock, catch_up_in_order,
+        #[cfg(feature = "tokio")] coop,
+    ]
+}
+
+/// `no_proc! { row: Way [columns] ... }`: as [`matrix!`], each cell in a
+/// forked child that loses `/proc` once its row's timer is built.
+#[cfg(target_os = "linux")]
+macro_rules! no_proc {
+    ($($(#[$cfg:meta])* $row:ident: $way:ty [$($(#[$ccfg:meta])* $column:ident),* $(,)?])*) => {
+        mod no_proc {$(
+            $(#[$cfg])*
+            mod $row {
+                $(
+                    $(#[$ccfg])*
+                    #[test]
+                    fn $column() {
+                        super::super::jailed(
+                            concat!("no_proc::", stringify!($row), "::", stringify!($column)),
+                            super::super::$column::<super::super::NoProc<$way>>,
+                        );
+                    }
+                )*
+            }
+        )*}
+    };
+}
+
+#[cfg(target_os = "linux")]
+no_proc! {
+    #[cfg(feature = "tokio")]
+    current_thread: super::super::CurrentThread [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, last_handle_dropped, paused_clock, interval_ticks,
+        interval_lifecycle, contended, child_leaves_the_timer_alone,
+    ]
+    #[cfg(feature = "tokio")]
+    multi_thread: super::super::MultiThread [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, last_handle_dropped, interval_ticks,
+        interval_lifecycle, contended, child_leaves_the_timer_alone,
+    ]
+    #[cfg(feature = "thread")]
+    thread_driver: super::super::ThreadDriver [
+        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
+        runtime_shutdown, last_handle_dropped, interval_ticks,
+        interval_lifecycle, contended, child_leaves_the_timer_alone,
     ]
 }

@@ -84,29 +84,6 @@ impl Alarm {
         }
     }
 
-    /// Whether this is the process of the driver, where the alarm can tell
-    /// cheaply (a driver thread's, see `Sleeper::is_here`); `None` for a
-    /// runtime's alarm.
-    pub(crate) fn is_here(&self) -> Option<bool> {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(_) => None,
-            #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => Some(sleeper.is_here()),
-        }
-    }
-
-    /// The process of the driver, where the alarm has it (a driver
-    /// thread's: see `Sleeper`).
-    pub(crate) fn process(&self) -> Option<crate::process::Process> {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(_) => None,
-            #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => Some(sleeper.process()),
-        }
-    }
-
     /// The runtime timer, for a timer driven by a runtime.
     #[cfg(feature = "tokio")]
     pub(crate) fn as_runtime(&self) -> Option<&RuntimeAlarm> {

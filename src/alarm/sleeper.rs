@@ -27,14 +27,12 @@
 //! `tests/shuttle_thread.rs`. `--cfg hashwheel_condvar` picks the Condvar
 //! on Linux too, so that CI runs the other platforms' path.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::Rearmed;
 use crate::clock::Clock;
-use crate::process::Process;
-#[cfg(target_os = "linux")]
-use crate::process::Witness;
+use crate::process::Origin;
 use crate::wheel::raw::NEVER;
 
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
@@ -59,15 +57,11 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Sleeper {
     state: Mutex<State>,
-    /// The process whose driver thread sleeps here. A child forked from it
-    /// has no such thread, shares the timerfd with the parent (the same
-    /// open file), and may find the lock held for ever: see
-    /// [`Sleeper::is_foreign`].
-    process: Process,
-    /// Tells that process from its children cheaply (see `process`), where
-    /// the system gives one.
-    #[cfg(target_os = "linux")]
-    witness: Option<Witness>,
+    /// The process whose driver thread sleeps here (the timer's, shared
+    /// with its shards). A child forked from it has no such thread, shares
+    /// the timerfd with the parent (the same open file), and may find the
+    /// lock held for ever: see [`Sleeper::is_foreign`].
+    origin: Arc<Origin>,
     #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
     fd: rustix::fd::OwnedFd,
     #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
@@ -89,7 +83,7 @@ impl Sleeper {
     /// # Errors
     ///
     /// The OS's, where it has no timerfd to give (too many open files).
-    pub(crate) fn new() -> std::io::Result<Sleeper> {
+    pub(crate) fn new(origin: Arc<Origin>) -> std::io::Result<Sleeper> {
         Ok(Sleeper {
             state: Mutex::new(State {
                 armed: u64::MAX,
@@ -97,9 +91,7 @@ impl Sleeper {
                 shut: false,
                 periodic: false,
             }),
-            process: Process::current(),
-            #[cfg(target_os = "linux")]
-            witness: Witness::new(),
+            origin,
             #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
             fd: rustix::time::timerfd_create(
                 rustix::time::TimerfdClockId::Monotonic,
@@ -207,9 +199,7 @@ impl Sleeper {
     }
 
     /// Whether this is a child forked from the process of the driver's
-    /// thread: a `getpid` (and where it matches, a read of the pid
-    /// namespace: a child forked into a new one may have its parent's id,
-    /// see `process`), on the paths that make a system call anyway (an
+    /// thread (see [`Origin::is_current`]), on the paths that make a system call anyway (an
     /// insert's arm, a shut). There the alarm is left alone: setting
     /// the timerfd, which the child shares with its parent, would move the
     /// parent's alarm (and end its periodic ringing, which the parent would
@@ -217,23 +207,7 @@ impl Sleeper {
     /// held for ever by a thread of the parent. A child's timer of its own
     /// has a sleeper of its own.
     fn is_foreign(&self) -> bool {
-        !self.is_here()
-    }
-
-    /// The process whose driver thread sleeps here.
-    pub(crate) fn process(&self) -> Process {
-        self.process
-    }
-
-    /// Whether this is the process of the driver's thread: the witness's
-    /// answer (a `getpid` and an `F_GETLK`), or where there is none, the
-    /// process's (a `getpid` and a read of the pid namespace).
-    pub(crate) fn is_here(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        if let Some(here) = self.witness.as_ref().and_then(Witness::is_current) {
-            return here;
-        }
-        self.process.is_current()
+        !self.origin.is_current()
     }
 
     /// Takes the tick the alarm was armed for, leaving it disarmed (the
@@ -385,7 +359,7 @@ mod tests {
     /// off the grid ends it.
     #[test]
     fn a_rearm_on_the_grid_rings_every_tick_from_one_set() {
-        let sleeper = Sleeper::new().unwrap();
+        let sleeper = Sleeper::new(Arc::new(Origin::here())).unwrap();
         let tick = Duration::from_micros(200);
         let start = Instant::now();
         assert!(sleeper.rearm(1, start + tick, Some(tick)), "set once");
