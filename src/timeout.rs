@@ -403,7 +403,7 @@ impl Timeout {
                 self.set(UNREGISTERED, tick);
             }
             REGISTERED => {
-                let (state, fired_now) = {
+                let (state, fired_now, emptied) = {
                     let Some(mut guard) = shard.lock_unless_forked() else {
                         // A forked child whose parent held the lock at the
                         // fork: the entry is out of reach for good. The
@@ -438,12 +438,23 @@ impl Timeout {
                         (State::Fired, None) => shard.reacquire(),
                         _ => {}
                     }
-                    res
+                    (res.0, res.1, guard.wheel.is_empty())
                 };
                 #[cfg(all(test, feature = "tokio"))]
                 crate::hooks::after_reset_unlock();
                 match (state, fired_now) {
-                    (State::Pending, Some(waker)) => wake_all(waker),
+                    (State::Pending, Some(waker)) => {
+                        wake_all(waker);
+                        // Completed, not dropped: where it was its shard's
+                        // last, the alarm armed for its old deadline is
+                        // taken down by a turn now (which finds nothing
+                        // and leaves the runtime no timer of the timer's
+                        // to auto-advance a paused clock to), as a
+                        // completion by the driver's fire leaves none.
+                        if emptied {
+                            shard.common.note_deadline(shard.common.now_tick());
+                        }
+                    }
                     (State::Pending, None) | (State::Fired, None) => {
                         shard.common.note_deadline(tick);
                     }

@@ -423,6 +423,31 @@ async fn the_paused_clock_stays_put_through_hashwheel_time() {
     assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
 }
 
+/// Issue 43, item 3: a timeout completed by a reset to the past is a
+/// completion, not a drop: once it was the timer's last, the idle paused
+/// clock stays put, as tokio's does (it jumped 10 s, to the deadline the
+/// alarm was left armed for), through `Timer` and `hashwheel::time`.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_completed_by_a_reset_to_the_past_leaves_no_alarm() {
+    let timer = Timer::new();
+    // The driver turns once: the wheel's time is 5 ms.
+    timer.sleep(ms(5)).await;
+    let mut sleep = task::spawn(timer.sleep(Duration::from_secs(10)));
+    assert_pending!(sleep.poll());
+    sleep.reset_at(Instant::now() - ms(1));
+    assert_ready!(sleep.poll());
+    assert!(sleep.is_expired());
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+
+    hashwheel::time::sleep(ms(5)).await;
+    let mut sleep = Box::pin(hashwheel::time::sleep(Duration::from_secs(10)));
+    assert_pending!(task::spawn(&mut sleep).poll());
+    sleep.as_mut().reset(Instant::now() - ms(1));
+    sleep.as_mut().await;
+    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}
+
 /// A timer built outside its runtime (`Builder::handle`) starts its clock
 /// by the runtime's paused time, not std's: its sleeps complete with
 /// tokio's (found by the guarantees matrix: it completed 1 ms late, its
