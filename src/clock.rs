@@ -152,35 +152,41 @@ impl Clock {
         since.checked_add(FAR_FUTURE).map_or(NEVER, tick_ceil)
     }
 
-    /// `instant` in nanoseconds from the start, negative before it,
-    /// saturating at `i64`'s range (292 years either way): how an
-    /// [`Interval`](crate::Interval) keeps its next tick, exact to the
-    /// nanosecond in 8 bytes, with the arithmetic of a tick in integers.
+    /// `instant` in nanoseconds from the start, negative before it, exact
+    /// (an `i128` of them spans every instant and `Duration`): how an
+    /// [`Interval`](crate::Interval) keeps its next tick, with the
+    /// arithmetic of a tick in integers.
     #[inline]
-    pub(crate) fn offset_of(&self, instant: Instant) -> i64 {
+    pub(crate) fn offset_of(&self, instant: Instant) -> i128 {
         match instant.checked_duration_since(self.start) {
-            Some(after) => nanos_i64(after),
-            None => -nanos_i64(self.start.saturating_duration_since(instant)),
+            Some(after) => after.as_nanos() as i128,
+            None => -(self.start.saturating_duration_since(instant).as_nanos() as i128),
         }
     }
 
     /// The time by the clock as an [`offset_of`](Self::offset_of) the
     /// start (the clock never reads before it).
     #[inline]
-    pub(crate) fn now_offset(&self) -> i64 {
-        nanos_i64(self.now().saturating_duration_since(self.start))
+    pub(crate) fn now_offset(&self) -> i128 {
+        self.now().saturating_duration_since(self.start).as_nanos() as i128
     }
 
     /// The instant `offset` nanoseconds from the start (see
-    /// [`offset_of`](Self::offset_of)).
+    /// [`offset_of`](Self::offset_of)); past what an `Instant` holds, the
+    /// far future.
     #[inline]
-    pub(crate) fn instant_at(&self, offset: i64) -> Instant {
-        let d = Duration::from_nanos(offset.unsigned_abs());
-        let instant = if offset >= 0 {
-            self.start.checked_add(d)
-        } else {
-            self.start.checked_sub(d)
-        };
+    pub(crate) fn instant_at(&self, offset: i128) -> Instant {
+        let ns = offset.unsigned_abs();
+        let instant = u64::try_from(ns / 1_000_000_000)
+            .ok()
+            .map(|secs| Duration::new(secs, (ns % 1_000_000_000) as u32))
+            .and_then(|d| {
+                if offset >= 0 {
+                    self.start.checked_add(d)
+                } else {
+                    self.start.checked_sub(d)
+                }
+            });
         instant.unwrap_or_else(|| far_future(self.start))
     }
 
@@ -188,11 +194,12 @@ impl Clock {
     /// [`tick_of`](Self::tick_of) of [`instant_at`](Self::instant_at), in
     /// integers.
     #[inline]
-    pub(crate) fn tick_at(offset: i64) -> u64 {
+    pub(crate) fn tick_at(offset: i128) -> u64 {
         if offset <= 0 {
             0
         } else {
-            (offset as u64).div_ceil(UNIT_NS).min(NEVER)
+            let ticks = (offset as u128).div_ceil(u128::from(UNIT_NS));
+            u64::try_from(ticks).unwrap_or(NEVER).min(NEVER)
         }
     }
 
@@ -215,15 +222,6 @@ impl Clock {
     }
 }
 
-/// `d` in nanoseconds, saturating at `i64::MAX` (292 years).
-#[inline]
-fn nanos_i64(d: Duration) -> i64 {
-    d.as_secs()
-        .checked_mul(1_000_000_000)
-        .and_then(|ns| ns.checked_add(u64::from(d.subsec_nanos())))
-        .and_then(|ns| i64::try_from(ns).ok())
-        .unwrap_or(i64::MAX)
-}
 
 /// `d` in whole microseconds, rounded down; `None` past `u64::MAX` of them
 /// (585,000 years).
@@ -290,7 +288,7 @@ mod tests {
         let source = Source::Tokio;
         let clock = Clock::new(source, 1_000);
         for ns in [
-            -5_000_000_001i64,
+            -5_000_000_001i128,
             -1_000,
             -1,
             0,
@@ -299,6 +297,9 @@ mod tests {
             1_000,
             1_001,
             86_400_000_000_007,
+            // Past 292 years (an `i64` of nanoseconds) and 584 (a `u64`).
+            300 * 365 * 86_400_000_000_000 + 7,
+            600 * 365 * 86_400_000_000_000 + 7,
         ] {
             let instant = clock.instant_at(ns);
             assert_eq!(clock.offset_of(instant), ns);

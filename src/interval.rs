@@ -17,7 +17,7 @@ use crate::timeout::Timeout;
 
 /// How late a tick may complete and still count as on time: tokio's 5 ms
 /// (see [`tolerance`]).
-const TOLERANCE_NS: i64 = 5_000_000;
+const TOLERANCE_NS: i128 = 5_000_000;
 
 /// A stream of ticks, one every `period`, from
 /// [`Timer::interval`](crate::Timer::interval) and
@@ -97,17 +97,42 @@ pub struct Interval {
     waker: Option<Waker>,
     /// The nominal instant of the next tick (the entry waits for it), in
     /// nanoseconds from the timer's start (see
-    /// [`Clock::offset_of`](crate::clock::Clock::offset_of)): exact, in 8
-    /// bytes, and a tick's arithmetic in integers.
-    next: i64,
+    /// [`Clock::offset_of`](crate::clock::Clock::offset_of)): exact, a
+    /// tick's arithmetic in integers, for uptimes and deadlines as far as
+    /// the timer's own (an `i64` of them ended at 292 years, where every
+    /// tick came at once with the same instant).
+    next: Nanos,
     /// The period and the flags, in 8 bytes (see [`Schedule`]).
     schedule: Schedule,
+}
+
+/// An offset in nanoseconds, an `i128` kept in two words: the interval
+/// stays 8-byte aligned, 56 bytes in all.
+#[derive(Clone, Copy)]
+struct Nanos {
+    low: u64,
+    high: i64,
+}
+
+impl Nanos {
+    #[inline]
+    fn new(ns: i128) -> Nanos {
+        Nanos {
+            low: ns as u64,
+            high: (ns >> 64) as i64,
+        }
+    }
+
+    #[inline]
+    fn get(self) -> i128 {
+        i128::from(self.high) << 64 | i128::from(self.low)
+    }
 }
 
 /// An [`Interval`]'s period in nanoseconds (30 years at most, as tokio
 /// caps it: 60 bits), its missed-tick behaviour and whether its next tick
 /// is due already, in one word: the interval lives in its task's future,
-/// which every beat touches (48 bytes in all).
+/// which every beat touches (56 bytes in all).
 #[derive(Clone, Copy)]
 struct Schedule(u64);
 
@@ -127,8 +152,8 @@ impl Schedule {
     }
 
     #[inline]
-    fn period(self) -> i64 {
-        (self.0 & PERIOD) as i64
+    fn period(self) -> i128 {
+        (self.0 & PERIOD) as i128
     }
 
     fn behavior(self) -> MissedTickBehavior {
@@ -213,7 +238,7 @@ pub enum MissedTickBehavior {
 impl MissedTickBehavior {
     /// The tick after one that was due at `due` but completed late, at
     /// `now` (nanoseconds from the timer's start, as `period`).
-    fn next(self, due: i64, now: i64, period: i64) -> i64 {
+    fn next(self, due: i128, now: i128, period: i128) -> i128 {
         match self {
             MissedTickBehavior::Burst => due.saturating_add(period),
             MissedTickBehavior::Delay => now.saturating_add(period),
@@ -233,7 +258,7 @@ impl Interval {
         Interval {
             timeout,
             waker: None,
-            next,
+            next: Nanos::new(next),
             schedule: Schedule::new(period),
         }
     }
@@ -352,17 +377,17 @@ impl Interval {
         // The tick came: take it, in the steady state with one
         // compare-and-swap on the word looked up once (its slot borrows
         // the timeout, which the fields written here are not).
-        let due = self.next;
+        let due = self.next.get();
         // Read after the tick came: lateness is measured from the moment
         // the tick is taken, as tokio does.
         let clock = self.timeout.clock();
         let now = clock.now_offset();
-        let next = due.saturating_add(self.schedule.period());
+        let next = due + self.schedule.period();
         if next > now
-            && now <= due.saturating_add(self.tolerance())
+            && now <= due + self.tolerance()
             && Deadlines::take_beat_at(slot, word, self.after(next))
         {
-            self.next = next;
+            self.next = Nanos::new(next);
             return Poll::Ready(Some(clock.instant_at(due)));
         }
         Poll::Ready(Some(self.take(Some(word), now)))
@@ -402,13 +427,13 @@ impl Interval {
     #[inline(never)]
     fn register(&mut self, cx: &mut Context<'_>) -> Option<Option<Instant>> {
         let now = self.timeout.clock().now_offset();
-        if now >= self.next {
+        if now >= self.next.get() {
             return Some(Some(self.take(None, now)));
         }
         let waker = cx.waker().clone();
         if !self
             .timeout
-            .register_beat(waker.clone(), self.after(self.next))
+            .register_beat(waker.clone(), self.after(self.next.get()))
         {
             return Some(None);
         }
@@ -434,15 +459,15 @@ impl Interval {
     /// for the next one on time). `now`: the clock, read after the tick
     /// came (lateness is measured from the moment the tick is taken, as
     /// tokio does).
-    fn take(&mut self, fired: Option<u64>, now: i64) -> Instant {
-        let due = self.next;
-        let on_time = due.saturating_add(self.schedule.period());
-        let next = if now > due.saturating_add(self.tolerance()) {
+    fn take(&mut self, fired: Option<u64>, now: i128) -> Instant {
+        let due = self.next.get();
+        let on_time = due + self.schedule.period();
+        let next = if now > due + self.tolerance() {
             self.missed(due, now)
         } else {
             on_time
         };
-        self.next = next;
+        self.next = Nanos::new(next);
         if let Some(word) = fired {
             // The driver re-armed the entry for `next` as it fired; leave
             // it the tick after, unless it fired again meanwhile (stalled:
@@ -459,7 +484,7 @@ impl Interval {
     /// missed-tick behaviour.
     #[cold]
     #[inline(never)]
-    fn missed(&self, due: i64, now: i64) -> i64 {
+    fn missed(&self, due: i128, now: i128) -> i128 {
         tracing::trace!(
             late_ns = now - due,
             behavior = ?self.schedule.behavior(),
@@ -472,22 +497,22 @@ impl Interval {
     /// How late a tick may be and still count as on time, in nanoseconds
     /// (see [`tolerance`]).
     #[inline]
-    fn tolerance(&self) -> i64 {
+    fn tolerance(&self) -> i128 {
         tolerance(self.timeout.tick_us())
     }
 
     /// The tick the driver re-arms the entry at once the tick at `next`
     /// fires: a period later's.
     #[inline]
-    fn after(&self, next: i64) -> u64 {
-        Clock::tick_at(next.saturating_add(self.schedule.period()))
+    fn after(&self, next: i128) -> u64 {
+        Clock::tick_at(next + self.schedule.period())
     }
 
     /// Moves the entry to `next` under the lock, clearing what the driver
     /// left in the word (an untaken tick that this consumes, a stall); a
     /// `next` already past by `now` completes without the driver.
     #[inline(never)]
-    fn rearm(&mut self, next: i64, now: i64) {
+    fn rearm(&mut self, next: i128, now: i128) {
         // The entry gives its waker up when a re-arm tick too far for the
         // word fires it: a clone of the handle's goes back (cloned without
         // the lock).
@@ -570,7 +595,7 @@ impl Interval {
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
         let now = self.timeout.clock().now_offset();
-        let after = i64::try_from(after.min(FAR_FUTURE).as_nanos()).unwrap_or(i64::MAX);
+        let after = after.min(FAR_FUTURE).as_nanos() as i128;
         self.reset_to(now.saturating_add(after), now);
     }
 
@@ -600,8 +625,8 @@ impl Interval {
 
     /// Restarts the schedule at `next`, at `now` (both offsets from the
     /// timer's start).
-    fn reset_to(&mut self, next: i64, now: i64) {
-        self.next = next;
+    fn reset_to(&mut self, next: i128, now: i128) {
+        self.next = Nanos::new(next);
         self.rearm(next, now);
     }
 
@@ -676,7 +701,7 @@ impl Stream for Interval {
 impl fmt::Debug for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Interval")
-            .field("next", &self.timeout.clock().instant_at(self.next))
+            .field("next", &self.timeout.clock().instant_at(self.next.get()))
             .field("period", &self.period())
             .field("missed_tick_behavior", &self.schedule.behavior())
             .finish_non_exhaustive()
@@ -691,7 +716,7 @@ impl fmt::Debug for Interval {
 /// 1 ms tick a timeout fires when tokio's `Sleep` would, so the tolerance
 /// is tokio's own: it used to be 5 ms plus a tick, and a tick taken 5.5 ms
 /// late counted as on time where tokio's counted it missed.
-fn tolerance(tick_us: u64) -> i64 {
+fn tolerance(tick_us: u64) -> i128 {
     let extra_us = tick_us.saturating_sub(1_000);
-    TOLERANCE_NS.saturating_add(i64::try_from(extra_us.saturating_mul(1_000)).unwrap_or(i64::MAX))
+    TOLERANCE_NS + i128::from(extra_us) * 1_000
 }

@@ -176,3 +176,46 @@ async fn timers_keep_their_deadlines_past_584_years_of_uptime() {
     assert_ready!(far.poll());
     assert_eq!(start.elapsed(), YEAR * 700);
 }
+
+/// Issue 43, item 4: an interval keeps its ticks past 292 years of the
+/// timer's time (its next tick was an `i64` of nanoseconds, which
+/// saturated there: every `tick()` was ready at once with the same
+/// instant), as tokio's does, through `Timer` and `hashwheel::time`; and
+/// one that starts 300 years out reports its start, not 7.5 years before
+/// it.
+#[tokio::test(start_paused = true)]
+async fn intervals_keep_their_ticks_past_292_years_of_uptime() {
+    let timer = Timer::new();
+    let mut ours = timer.interval(Duration::from_secs(1));
+    let mut drop_in = hashwheel::time::interval(Duration::from_secs(1));
+    let mut theirs = tokio::time::interval(Duration::from_secs(1));
+    ours.tick().await;
+    drop_in.tick().await;
+    theirs.tick().await;
+    ours.set_missed_tick_behavior(hashwheel::MissedTickBehavior::Skip);
+    drop_in.set_missed_tick_behavior(hashwheel::time::MissedTickBehavior::Skip);
+    theirs.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    jump(YEAR * 300).await;
+    // The late tick, then one a second apart.
+    let (a, b, c) = (ours.tick().await, drop_in.tick().await, theirs.tick().await);
+    assert_eq!(Instant::from_std(a), c);
+    assert_eq!(b, c);
+    for _ in 0..3 {
+        let before = Instant::now();
+        let (a, b, c) = (ours.tick().await, drop_in.tick().await, theirs.tick().await);
+        assert_eq!(Instant::from_std(a), c);
+        assert_eq!(b, c);
+        assert!(Instant::now() > before, "a tick came at once");
+    }
+
+    let start = Instant::now() + YEAR * 300;
+    let mut late = timer.interval_at(start.into_std(), Duration::from_secs(1));
+    let mut late_drop_in = hashwheel::time::interval_at(start, Duration::from_secs(1));
+    jump(YEAR * 300).await;
+    assert_eq!(Instant::from_std(late.tick().await), start);
+    assert_eq!(late_drop_in.tick().await, start);
+    assert_eq!(
+        Instant::from_std(late.tick().await),
+        start + Duration::from_secs(1)
+    );
+}
