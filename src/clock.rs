@@ -222,7 +222,6 @@ impl Clock {
     }
 }
 
-
 /// `d` in whole microseconds, rounded down; `None` past `u64::MAX` of them
 /// (585,000 years).
 #[inline]

@@ -414,6 +414,12 @@ impl Deadlines {
         self.slot(key).store(word, Ordering::Release);
     }
 
+    /// Whether the entry `key` is an interval's (its word says so from its
+    /// registration to its removal).
+    pub(crate) fn is_beat(&self, key: Key) -> bool {
+        self.slot(key).load(Ordering::Acquire) & BEAT != 0
+    }
+
     /// An interval's word, for its handle: whether a tick waits
     /// ([`UNTAKEN`]), and the re-arm tick.
     #[inline]

@@ -18,9 +18,11 @@ use crate::stats::Stats;
 /// | name | kind | what |
 /// |---|---|---|
 /// | `p_pending` | gauge | [`Stats::pending`] |
+/// | `p_created_total` | counter | [`Stats::created`] |
 /// | `p_fired_total` | counter | [`Stats::fired`] |
 /// | `p_cancelled_total` | counter | [`Stats::cancelled`] |
 /// | `p_reset_total` | counter | [`Stats::reset`] |
+/// | `p_ticks_total` | counter | [`Stats::ticks`] |
 /// | `p_driver_wakeups_total` | counter | [`Stats::driver_wakeups`] |
 /// | `p_late_ticks_total` | counter | [`Stats::late_ticks`] |
 /// | `p_alarm_arms_total` | counter | [`Stats::alarm_arms`] |
@@ -44,7 +46,7 @@ use crate::stats::Stats;
 ///
 /// One exporter per timer: it keeps the previous snapshot. A call costs
 /// work in proportion to the histogram's buckets (about 900) and one call
-/// on each of its 18 series, however many timeouts fired: never a sample
+/// on each of its 20 series, however many timeouts fired: never a sample
 /// per fire (a `metrics` histogram fed one per fire made the Prometheus
 /// recorder store and render 10,000,000 samples for as many fires, 2.9 s
 /// and 26 s of it). It allocates the metric names and labels once.
@@ -99,9 +101,11 @@ const QUANTILES: [(f64, &str); 7] = [
 #[derive(Debug, Clone)]
 struct Names {
     pending: SharedString,
+    created: SharedString,
     fired: SharedString,
     cancelled: SharedString,
     reset: SharedString,
+    ticks: SharedString,
     driver_wakeups: SharedString,
     late_ticks: SharedString,
     alarm_arms: SharedString,
@@ -120,21 +124,23 @@ impl Names {
         describe_gauge!(
             self.pending.clone(),
             Unit::Count,
-            "Timeouts and tasks neither fired nor cancelled"
+            "Timeouts and tasks neither fired nor cancelled, and live intervals"
         );
         for (name, what) in [
             (
+                &self.created,
+                "Timeouts, tasks and intervals made pending (created = fired + cancelled + pending)",
+            ),
+            (
                 &self.fired,
-                "Timeouts, tasks and interval ticks that reached their deadline",
+                "Timeouts and tasks that reached their deadline",
             ),
             (
                 &self.cancelled,
-                "Timeouts and tasks cancelled while pending",
+                "Timeouts and tasks cancelled while pending, and intervals dropped",
             ),
-            (
-                &self.reset,
-                "Resets of timeouts and re-arms of intervals by their tasks",
-            ),
+            (&self.reset, "Resets of timeouts and intervals"),
+            (&self.ticks, "Interval ticks that came due"),
             (
                 &self.driver_wakeups,
                 "Times the driver woke up to turn the wheels",
@@ -197,9 +203,11 @@ impl MetricsExporter {
         MetricsExporter {
             names: Names {
                 pending: name("pending"),
+                created: name("created_total"),
                 fired: name("fired_total"),
                 cancelled: name("cancelled_total"),
                 reset: name("reset_total"),
+                ticks: name("ticks_total"),
                 driver_wakeups: name("driver_wakeups_total"),
                 late_ticks: name("late_ticks_total"),
                 alarm_arms: name("alarm_arms_total"),
@@ -248,9 +256,11 @@ impl MetricsExporter {
         ::metrics::gauge!(names.pending.clone(), labels.iter())
             .increment(stats.pending as f64 - last.pending as f64);
         for (name, total, before) in [
+            (&names.created, stats.created, last.created),
             (&names.fired, stats.fired, last.fired),
             (&names.cancelled, stats.cancelled, last.cancelled),
             (&names.reset, stats.reset, last.reset),
+            (&names.ticks, stats.ticks, last.ticks),
             (
                 &names.driver_wakeups,
                 stats.driver_wakeups,

@@ -13,7 +13,7 @@ use crate::clock::{Clock, FAR_FUTURE};
 use crate::coop;
 use crate::deadlines::{Deadlines, UNTAKEN};
 use crate::error::{Error, StopReason};
-use crate::timeout::Timeout;
+use crate::timeout::{Rearm, Timeout};
 
 /// How late a tick may complete and still count as on time: tokio's 5 ms
 /// (see [`tolerance`]).
@@ -476,7 +476,15 @@ impl Interval {
                 return self.timeout.clock().instant_at(due);
             }
         }
-        self.rearm(next, now);
+        self.rearm(
+            next,
+            now,
+            if fired.is_some() {
+                Rearm::Fired
+            } else {
+                Rearm::Tick
+            },
+        );
         self.timeout.clock().instant_at(due)
     }
 
@@ -512,7 +520,7 @@ impl Interval {
     /// left in the word (an untaken tick that this consumes, a stall); a
     /// `next` already past by `now` completes without the driver.
     #[inline(never)]
-    fn rearm(&mut self, next: i128, now: i128) {
+    fn rearm(&mut self, next: i128, now: i128, why: Rearm) {
         // The entry gives its waker up when a re-arm tick too far for the
         // word fires it: a clone of the handle's goes back (cloned without
         // the lock).
@@ -522,7 +530,7 @@ impl Interval {
             None
         };
         self.timeout
-            .rearm_beat(Clock::tick_at(next), self.after(next), waker);
+            .rearm_beat(Clock::tick_at(next), self.after(next), waker, why);
         self.schedule.set_due_now(next <= now);
     }
 
@@ -627,7 +635,7 @@ impl Interval {
     /// timer's start).
     fn reset_to(&mut self, next: i128, now: i128) {
         self.next = Nanos::new(next);
-        self.rearm(next, now);
+        self.rearm(next, now, Rearm::Reset);
     }
 
     /// The period between ticks.

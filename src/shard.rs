@@ -169,6 +169,7 @@ pub(crate) struct Counts {
     pub(crate) fired: u64,
     pub(crate) cancelled: u64,
     pub(crate) reset: u64,
+    pub(crate) ticks: u64,
 }
 
 /// Operation counts of one shard for the paths that take no lock: relaxed,
@@ -178,6 +179,7 @@ pub(crate) struct AtomicCounts {
     pub(crate) fired: AtomicU64,
     pub(crate) cancelled: AtomicU64,
     pub(crate) reset: AtomicU64,
+    pub(crate) ticks: AtomicU64,
 }
 
 impl AtomicCounts {
@@ -328,9 +330,11 @@ impl Shared {
         let stopped = self.is_stopped();
         let mut stats = Stats {
             pending: 0,
+            created: 0,
             fired: 0,
             cancelled: 0,
             reset: 0,
+            ticks: 0,
             driver_wakeups: self.common.wakeups.load(Ordering::Relaxed),
             late_ticks: self.common.late_ticks.load(Ordering::Relaxed),
             alarm_arms: self.common.alarm_arms.load(Ordering::Relaxed),
@@ -347,9 +351,19 @@ impl Shared {
                 stats.lateness.merge(&state.lateness);
             }
             let unlocked = &shard.unlocked;
-            stats.fired += counts.fired + unlocked.fired.load(Ordering::Relaxed);
-            stats.cancelled += counts.cancelled + unlocked.cancelled.load(Ordering::Relaxed);
+            let (fired, cancelled) = (
+                unlocked.fired.load(Ordering::Relaxed),
+                unlocked.cancelled.load(Ordering::Relaxed),
+            );
+            // Made pending: what the shard's count took in, less nothing
+            // that ended under the lock; plus what ended without it (the
+            // count gave those back) and what completed as it was made
+            // (never counted pending).
+            stats.created += shard.pending.load(Ordering::Relaxed) as u64 + fired + cancelled;
+            stats.fired += counts.fired + fired;
+            stats.cancelled += counts.cancelled + cancelled;
             stats.reset += counts.reset + unlocked.reset.load(Ordering::Relaxed);
+            stats.ticks += counts.ticks + unlocked.ticks.load(Ordering::Relaxed);
         }
         stats
     }

@@ -6,9 +6,32 @@ use std::time::Duration;
 
 /// A snapshot of a timer's counters, from [`Timer::stats`](crate::Timer::stats).
 ///
-/// Every count is over the timer's life and covers timeouts and scheduled
-/// tasks alike. The counters are cheap enough to leave on: each shard keeps
-/// its own, under the lock its operations take anyway.
+/// Every count is over the timer's life. The counters are cheap enough to
+/// leave on: each shard keeps its own, under the lock its operations take
+/// anyway.
+///
+/// # How the counts balance
+///
+/// An *entry* is a timeout ([`Timeout`](crate::Timeout), and so a
+/// [`WithTimeout`](crate::WithTimeout)'s deadline), a scheduled task, or an
+/// [`Interval`](crate::Interval). Every entry that is
+/// [`created`](Self::created) ends once, [`fired`](Self::fired) or
+/// [`cancelled`](Self::cancelled), or is still [`pending`](Self::pending):
+///
+/// ```text
+/// created == fired + cancelled + pending
+/// ```
+///
+/// exactly, on a snapshot taken while no other thread creates, polls or
+/// drops the timer's entries (a snapshot taken meanwhile may catch one
+/// between two counts). A timeout reset after it fired is pending again:
+/// it counts as created again, and fires (or is cancelled) again. An
+/// interval is pending from its creation until it is dropped, when it
+/// counts as cancelled, whatever its ticks: its ticks are counted apart,
+/// in [`ticks`](Self::ticks). Once the timer is [stopped](crate::Timer::stop)
+/// `pending` reads 0; the balance holds again once every timeout and
+/// interval made before the stop has been dropped (each counts as
+/// cancelled as it goes, if the stop had not already).
 ///
 /// # Examples
 ///
@@ -21,29 +44,47 @@ use std::time::Duration;
 /// let mut t = timer.sleep(Duration::from_secs(1));
 /// t.reset(Duration::from_millis(10));
 /// t.await;
+/// let mut heartbeat = timer.interval(Duration::from_millis(5));
+/// heartbeat.tick().await;
+/// heartbeat.tick().await;
+/// drop(timer.sleep(Duration::from_secs(1)));
 /// let stats = timer.stats();
-/// assert_eq!((stats.pending, stats.fired, stats.reset), (0, 1, 1));
+/// assert_eq!((stats.pending, stats.fired, stats.reset), (1, 1, 1));
+/// assert_eq!((stats.created, stats.cancelled, stats.ticks), (3, 1, 2));
+/// assert_eq!(stats.created, stats.fired + stats.cancelled + stats.pending as u64);
 /// println!("{stats:?}");
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Timeouts and tasks neither fired nor cancelled: as
-    /// [`Timer::pending`](crate::Timer::pending).
+    /// Timeouts and tasks neither fired nor cancelled, and intervals not
+    /// dropped: as [`Timer::pending`](crate::Timer::pending).
     pub pending: usize,
+    /// Entries made: timeouts, tasks and intervals created, and timeouts
+    /// made pending again by a reset after they fired (see [How the counts
+    /// balance](Self#how-the-counts-balance)).
+    pub created: u64,
     /// Timeouts and tasks that reached their deadline (including those
-    /// created or reset to a deadline already past), and interval ticks.
+    /// created or reset to a deadline already past). An interval's ticks
+    /// are [`ticks`](Self::ticks).
     pub fired: u64,
-    /// Timeouts and tasks cancelled while pending: dropped, cancelled by
-    /// hand, or drained by [`Timer::stop`](crate::Timer::stop).
+    /// Timeouts and tasks cancelled while pending (dropped, cancelled by
+    /// hand, or drained by [`Timer::stop`](crate::Timer::stop)), and
+    /// intervals dropped.
     pub cancelled: u64,
     /// Calls to [`Timeout::reset`](crate::Timeout::reset) and
     /// [`Timeout::reset_at`](crate::Timeout::reset_at) on a timeout that was
-    /// not cancelled, and re-arms of an [`Interval`](crate::Interval) that
-    /// its task made (a reset, or a tick taken late); the driver's own
-    /// re-arm of an interval as it fires a tick is none.
+    /// not cancelled, and to an [`Interval`](crate::Interval)'s `reset`,
+    /// `reset_at`, `reset_after` and `reset_immediately`. Nothing else
+    /// counts: a tick, late or not, is no reset.
     pub reset: u64,
+    /// Interval ticks that came due: each one the driver fired for its
+    /// interval's task, and each one the task completed without it (a
+    /// missed tick caught up, a tick due at once). A task that keeps
+    /// polling takes every one of them; a tick fired for an interval
+    /// dropped before its task took it counts too.
+    pub ticks: u64,
     /// Times the driver woke up to turn the wheels: as
     /// [`Timer::driver_wakeups`](crate::Timer::driver_wakeups).
     pub driver_wakeups: u64,

@@ -617,12 +617,27 @@ impl Timeout {
     /// entry fired at once (its tick has passed: the word then says a tick
     /// waits, as after a stall, and the entry keeps its waker; the handle
     /// completes the tick itself). Does nothing once the timer is stopped.
-    pub(crate) fn rearm_beat(&mut self, tick: u64, after: u64, waker: Option<Waker>) -> bool {
+    ///
+    /// `why` says what to count: a reset by the interval's owner
+    /// ([`Stats::reset`](crate::Stats::reset)), a tick its task completed
+    /// without the driver ([`Stats::ticks`](crate::Stats::ticks)), or
+    /// nothing (a tick the driver fired, counted as it fired).
+    pub(crate) fn rearm_beat(
+        &mut self,
+        tick: u64,
+        after: u64,
+        waker: Option<Waker>,
+        why: Rearm,
+    ) -> bool {
         let tick = tick.min(NEVER);
         let shard = &*self.shard;
         if self.kind() != REGISTERED {
             if self.kind() == UNREGISTERED {
-                AtomicCounts::add(&shard.unlocked.reset);
+                match why {
+                    Rearm::Reset => AtomicCounts::add(&shard.unlocked.reset),
+                    Rearm::Tick => AtomicCounts::add(&shard.unlocked.ticks),
+                    Rearm::Fired => {}
+                }
                 self.set(UNREGISTERED, tick);
             }
             return false;
@@ -640,7 +655,11 @@ impl Timeout {
             if state == State::Cancelled {
                 return false;
             }
-            guard.counts.reset += 1;
+            match why {
+                Rearm::Reset => guard.counts.reset += 1,
+                Rearm::Tick => guard.counts.ticks += 1,
+                Rearm::Fired => {}
+            }
             let fired_now = taken.is_some();
             shard.deadlines.set_beat(key, self.gen(), after, fired_now);
             if let Some(slot) = guard.wheel.get_mut(key) {
@@ -653,16 +672,9 @@ impl Timeout {
                     *slot = spare.take();
                 }
             }
-            match state {
-                State::Pending if fired_now => {
-                    guard.counts.fired += 1;
-                    shard.release_locked(&mut guard, 1);
-                }
-                // Pending again: counted before the lock lets the driver
-                // fire it again (see `reset_slow`).
-                State::Fired if !fired_now => shard.reacquire(),
-                _ => {}
-            }
+            // An interval counts pending for as long as it lives, its
+            // entry fired or not: nothing to count here (a tick fired at
+            // once is completed, and counted, by its task).
             (state, fired_now)
         };
         drop(spare);
@@ -704,8 +716,11 @@ impl Timeout {
                         self.set(CANCELLED, 0);
                         return false;
                     };
+                    // An interval's entry counts pending until its
+                    // interval is dropped, fired (a tick untaken) or not.
+                    let beat = shard.deadlines.is_beat(self.key());
                     let (state, waker) = guard.wheel.remove(self.key());
-                    if state == State::Pending {
+                    if state == State::Pending || beat && state == State::Fired {
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
                     }
@@ -719,6 +734,18 @@ impl Timeout {
         self.set(CANCELLED, 0);
         was_pending
     }
+}
+
+/// What an interval's re-arm counts (see [`Timeout::rearm_beat`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rearm {
+    /// Its owner reset it.
+    Reset,
+    /// Its task completed a tick without the driver (caught up on missed
+    /// ticks, or one due at once).
+    Tick,
+    /// Its task took a tick the driver fired (and counted).
+    Fired,
 }
 
 impl Future for Timeout {

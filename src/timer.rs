@@ -608,11 +608,15 @@ impl Timer {
         Ok(TaskHandle::new(inner))
     }
 
-    /// How many timeouts and tasks are pending: neither fired nor cancelled.
+    /// How many timeouts and tasks are pending (neither fired nor
+    /// cancelled), and intervals alive (not dropped).
     ///
     /// Exact once concurrent operations finish: dropping a [`Timeout`]
     /// lowers it before `drop` returns. A timeout counts from its creation,
-    /// whether or not it was polled yet. Zero once the timer is stopped.
+    /// whether or not it was polled yet; an [`Interval`] from its creation
+    /// to its drop, whether or not its task keeps up with its ticks (see
+    /// [`Stats`] for how the counts balance). Zero once the timer is
+    /// stopped.
     /// In a child forked from the timer's process, a shard whose lock a
     /// thread of the parent held at the fork (held for ever, there) is left
     /// out rather than waited for.

@@ -180,6 +180,7 @@ pub(crate) fn turn(
         loop {
             let mut expired = 0;
             let mut rearmed = 0;
+            let mut stalled = 0;
             let mut tasks = 0;
             let shard_next = {
                 let mut guard = shard.lock();
@@ -207,6 +208,15 @@ pub(crate) fn turn(
                             rearmed += 1;
                             continue;
                         }
+                        // An interval's tick came while the one before is
+                        // untaken: the entry stays, fired, and the
+                        // interval pending (its task takes both).
+                        Some(Popped::Stalled(tick)) => {
+                            state.lateness.record_us(now.wrapping_sub(tick));
+                            rearmed += 1;
+                            stalled += 1;
+                            continue;
+                        }
                         Some(Popped::Expired(entry)) => entry,
                     };
                     state.lateness.record_us(now.wrapping_sub(entry.tick));
@@ -221,8 +231,10 @@ pub(crate) fn turn(
                         batch.push(Fired::Waker(waker));
                     }
                 }
-                // A re-armed interval fired a tick and stays pending.
-                state.counts.fired += (expired + rearmed) as u64;
+                // An interval's entry fired a tick and stays pending, for
+                // as long as the interval lives (see `Stats`).
+                state.counts.fired += expired as u64;
+                state.counts.ticks += (rearmed - stalled) as u64;
                 shard.release_locked(state, expired);
                 if state.wheel.is_empty() {
                     common.shard_idle(index);

@@ -363,7 +363,8 @@ async fn steady_ticks_are_re_armed_by_the_driver() {
     }
     let after = timer.stats();
     assert_eq!(after.reset, before.reset, "a tick took the lock to re-arm");
-    assert_eq!(after.fired - before.fired, 20);
+    assert_eq!(after.ticks - before.ticks, 20);
+    assert_eq!(after.fired, before.fired, "ticks are no fired timeouts");
     assert_eq!(after.pending, 1);
 }
 
@@ -381,17 +382,20 @@ async fn an_untaken_tick_wakes_once_and_is_not_re_armed() {
     assert!(interval.poll_tick(&mut cx).is_pending());
     advance(PERIOD).await;
     assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 1);
-    // Not taken for ten periods: no more wakes, and nothing left pending.
+    // Not taken for ten periods: no more wakes; the interval still counts
+    // pending (it lives: issue 43, item 5, where a stall released it as if
+    // it had fired).
     advance(PERIOD * 10).await;
     assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 1);
-    assert_eq!(timer.pending(), 0);
-    let fired = timer.stats().fired;
+    assert_eq!(timer.pending(), 1);
+    let ticks = timer.stats().ticks;
     advance(PERIOD * 10).await;
     assert_eq!(
-        timer.stats().fired,
-        fired,
+        timer.stats().ticks,
+        ticks,
         "the stalled interval fired again"
     );
+    assert_eq!(timer.pending(), 1);
     // Burst (the default): the missed ticks at once, then on schedule.
     assert_eq!(
         interval.poll_tick(&mut cx),
@@ -408,6 +412,9 @@ async fn an_untaken_tick_wakes_once_and_is_not_re_armed() {
     }
     assert_eq!(n, 21, "ticks 10 ms to 210 ms");
     assert_eq!(timer.pending(), 1);
+    let stats = timer.stats();
+    assert_eq!(stats.ticks, 22, "the first, and 21 from 10 ms to 210 ms");
+    assert_eq!(stats.reset, 0, "catching up is no reset");
     advance(PERIOD).await;
     assert_eq!(
         interval.poll_tick(&mut cx),
@@ -452,7 +459,8 @@ async fn an_interval_and_a_timeout_register_and_cancel_alike() {
     assert_eq!(timer.pending(), 1, "the interval was re-armed");
     drop(t);
     let stats = timer.stats();
-    assert_eq!((stats.pending, stats.fired, stats.cancelled), (0, 2, 1));
+    assert_eq!((stats.pending, stats.fired, stats.cancelled), (0, 1, 1));
+    assert_eq!((stats.created, stats.ticks, stats.reset), (2, 2, 0));
 }
 
 /// Periods on both sides of every edge of a shard's wheel (a bucket list

@@ -37,6 +37,9 @@ async fn records_counters_gauges_and_the_lateness_of_each_interval() {
     assert_eq!(value(&text, &format!("hw_pending{l}")), 1.0, "{text}");
     assert_eq!(value(&text, &format!("hw_fired_total{l}")), 2.0);
     assert_eq!(value(&text, &format!("hw_cancelled_total{l}")), 1.0);
+    // created = fired + cancelled + pending; no interval ticked yet.
+    assert_eq!(value(&text, &format!("hw_created_total{l}")), 4.0);
+    assert_eq!(value(&text, &format!("hw_ticks_total{l}")), 0.0);
     assert!(value(&text, &format!("hw_driver_wakeups_total{l}")) >= 2.0);
     assert_eq!(value(&text, &format!("hw_lateness_seconds_count{l}")), 2.0);
     assert_eq!(value(&text, &format!("hw_lateness_max_seconds{l}")), 0.0005);

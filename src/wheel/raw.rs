@@ -115,8 +115,7 @@ pub(crate) enum Due {
     /// It fired and is re-armed for this tick: file it there, and return
     /// [`Popped::Rearmed`].
     Rearm(u64),
-    /// Fire it, keeping its value in the entry: [`Popped::Expired`] with
-    /// the value's default.
+    /// Fire it, keeping its value in the entry: [`Popped::Stalled`].
     Stall,
 }
 
@@ -127,6 +126,9 @@ pub(crate) enum Popped<T> {
     Expired(Expired<T>),
     /// An owned entry fired and was re-armed; its deadline was this tick.
     Rearmed(u64),
+    /// An owned entry fired and stays, fired, with its value ([`Due::Stall`]);
+    /// its deadline was this tick.
+    Stalled(u64),
 }
 
 /// An entry that [`Wheel::pop_expired`] took out of the wheel.
@@ -1273,7 +1275,10 @@ impl<T: Default> Wheel<T> {
             let (filed, prev, next) = (entry.tick(), entry.prev, entry.next);
             let (tick, rearmed) = match due(key, filed, &mut entry.value) {
                 Due::Fire => return Some(Popped::Expired(self.expire(key))),
-                Due::Stall => return Some(Popped::Expired(self.stall(key, prev, next, filed))),
+                Due::Stall => {
+                    self.stall(key, prev, next, filed);
+                    return Some(Popped::Stalled(filed));
+                }
                 Due::Refile(tick) => (tick, false),
                 Due::Rearm(tick) => (tick, true),
             };
@@ -1307,15 +1312,9 @@ impl<T: Default> Wheel<T> {
 
     /// Fires the owned entry `key` (links `prev` and `next`, filed at
     /// `filed`) and leaves its value in it.
-    fn stall(&mut self, key: Key, prev: u32, next: u32, filed: u64) -> Expired<T> {
+    fn stall(&mut self, key: Key, prev: u32, next: u32, filed: u64) {
         self.unlink_links(key, prev, next, filed);
         self.entry_mut(key).prev = FIRED;
-        Expired {
-            key,
-            detached: false,
-            tick: filed,
-            value: T::default(),
-        }
     }
 
     fn expire(&mut self, key: Key) -> Expired<T> {
