@@ -1140,16 +1140,19 @@ impl Builder {
     /// Deadlines keep their microseconds whatever the tick. With the
     /// default 1 ms (the runtime timer's own resolution) the timer adds no
     /// rounding: a timeout fires when a `tokio::time::Sleep` with the same
-    /// deadline would, under load too. A coarser tick batches: the driver
-    /// turns at most once per tick, a timeout fires at most one tick late
-    /// (never early), and far fewer wake-ups serve many timeouts: the knob
-    /// that trades lateness for CPU. A thread-driven timer turns on
-    /// multiples of the tick since it was built. A runtime's timer rings
-    /// only on its own whole milliseconds (counted from the runtime's
-    /// start), so a timer driven by one turns on those, once per whole
-    /// millisecond of the tick: a 2 or 2.5 ms tick every 2 ms, a 1.5 ms
-    /// tick every millisecond as a 1 ms tick does (a turn every 1.5 ms
-    /// could not keep every timeout within 1.5 ms of its deadline). On W9
+    /// deadline would, under load too. A coarser tick batches: a timeout
+    /// fires at most one tick late (never early), and far fewer wake-ups
+    /// serve many timeouts: the knob that trades lateness for CPU. How
+    /// often the driver turns depends on what drives it. A thread-driven
+    /// timer turns at most once per tick, on multiples of the tick since it
+    /// was built. A runtime's timer rings only on its own whole
+    /// milliseconds (counted from the runtime's start), so a timer driven
+    /// by one turns on those, at most once every whole milliseconds of the
+    /// tick, rounded down: a 2 or 2.5 ms tick every 2 ms, and a 1.5 or
+    /// 1.999 ms tick every millisecond, as a 1 ms tick does (up to twice a
+    /// tick: a turn every 1.5 ms could not keep every timeout within 1.5 ms
+    /// of its deadline). A tick of whole milliseconds turns at most once
+    /// per tick on either driver. On W9
     /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
     /// less often and costs 0.71–0.92× `tokio::time`'s CPU at 10,000 and
     /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),
