@@ -12,7 +12,7 @@ use std::fmt;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::clock::far_future;
+use crate::clock::{far_future, FAR_FUTURE};
 use crate::coop;
 use crate::wheel::{self, Wheel};
 
@@ -330,17 +330,33 @@ impl<T, A: Alarm> Queue<T, A> {
 
     /// The first tick at or after `when`.
     fn tick_of(&self, when: Instant) -> u64 {
-        match when.checked_duration_since(self.start) {
+        let tick = match when.checked_duration_since(self.start) {
             Some(since) => ceil_ticks(since),
             None => 0,
+        };
+        if tick <= self.now {
+            // Due by the last clock reading already.
+            return tick;
         }
+        let now = A::now();
+        if when <= now {
+            // Due now, if within the tick that has begun: it comes out at
+            // once, not at the tick's end.
+            return tick.min(floor_ticks(now.saturating_duration_since(self.start)));
+        }
+        tick
     }
 
-    /// The first tick at or after `timeout` from now; past the horizon (so
-    /// never) if the sum overflows.
+    /// The first tick at or after `timeout` from now, the delay capped at
+    /// about 30 years, as `Timer::sleep`'s (tokio's "far future"); the tick
+    /// that has begun for a zero delay, so that the item comes out at once
+    /// (tokio-util's promise).
     fn tick_after(&self, timeout: Duration) -> u64 {
         let since = A::now().saturating_duration_since(self.start);
-        since.checked_add(timeout).map_or(u64::MAX, ceil_ticks)
+        if timeout.is_zero() {
+            return floor_ticks(since);
+        }
+        ceil_ticks(since + timeout.min(FAR_FUTURE))
     }
 
     /// The last tick that has begun by the clock.

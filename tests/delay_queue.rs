@@ -468,3 +468,32 @@ fn polled_outside_a_runtime_panics_naming_the_queue_and_its_executor_free_twin()
     queue.insert("a", Duration::from_secs(1));
     let _ = futures::executor::block_on(queue.next());
 }
+
+/// Issue 43: an item inserted with a zero delay, or a deadline already
+/// past within the tick that has begun, comes out on the first poll, with
+/// no alarm (it was rounded up to the queue's next 125 µs tick: outside a
+/// runtime that poll panicked for want of tokio's timer, where an item
+/// 5 ms old came out); and a delay of `Duration::MAX` is capped about 30
+/// years out, as `Timer::sleep`'s, not 2.3e15 s.
+#[test]
+fn an_item_due_when_inserted_comes_out_at_once_and_max_is_thirty_years() {
+    use std::task::{Context, Poll};
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut queue = hashwheel::DelayQueue::new();
+    queue.insert("zero", Duration::ZERO);
+    queue.insert_at("just past", tokio::time::Instant::now());
+    let mut out = Vec::new();
+    while let Poll::Ready(Some(item)) = queue.poll_expired(&mut cx) {
+        out.push(item.into_inner());
+    }
+    out.sort();
+    assert_eq!(out, ["just past", "zero"]);
+    let far = queue.insert("far", Duration::MAX);
+    let thirty_years = Duration::from_secs(86_400 * 365 * 30);
+    let left = queue.deadline(&far) - tokio::time::Instant::now();
+    assert!(
+        left >= thirty_years && left <= thirty_years + Duration::from_millis(1),
+        "{left:?}"
+    );
+}

@@ -170,7 +170,9 @@ impl<T> Expired<T> {
         self.entry.data
     }
 
-    /// The deadline the item had, rounded up to the queue's 125 µs tick.
+    /// The deadline the item had, rounded up to the queue's 125 µs tick
+    /// (down to the tick that had begun, for an item already due when it
+    /// went in).
     ///
     /// # Examples
     ///
@@ -248,8 +250,11 @@ impl<T> DelayQueue<T> {
     }
 
     /// Inserts `value`, to come out after `timeout`, and returns its key. A
-    /// zero `timeout` makes it come out on the next poll; one too large to
-    /// add to now, never.
+    /// zero `timeout` makes it come out on the next poll, without waiting
+    /// for the clock (an item inserted with a deadline already past, by
+    /// [`insert_at`](Self::insert_at), too); one over about 30 years is
+    /// capped there, as [`Timer::sleep`](crate::Timer::sleep)'s (tokio's
+    /// "far future").
     ///
     /// # Panics
     ///
