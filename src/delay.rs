@@ -10,9 +10,9 @@ use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::clock::on_grid;
-use crate::process::Process;
-use crate::timeout::Timeout;
+use crate::engine::clock::on_grid;
+use crate::engine::process::Process;
+use crate::timer::timeout::Timeout;
 use crate::timer::Timer;
 
 /// See [`Delay::TICK`].

@@ -13,7 +13,7 @@ use futures_core::Stream;
 use tokio::time::{Instant, Sleep};
 
 pub use crate::queue::Key;
-use crate::queue::{Alarm, Entry, Queue};
+use crate::queue::{Entry, Queue, QueueAlarm};
 
 /// A queue of values, each yielded once its deadline has passed.
 ///
@@ -695,7 +695,7 @@ impl<T> fmt::Debug for DelayQueue<T> {
 /// runtime's timer.
 struct TokioAlarm(Pin<Box<Sleep>>);
 
-impl Alarm for TokioAlarm {
+impl QueueAlarm for TokioAlarm {
     fn now() -> std::time::Instant {
         Instant::now().into_std()
     }

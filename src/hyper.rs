@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ::hyper::rt::{Sleep, Timer as HyperTimer};
 
-use crate::timeout::Timeout;
+use crate::timer::timeout::Timeout;
 use crate::timer::Timer;
 
 /// hyper's timers on the wheel: pass a [`Timer`] to hyper's

@@ -69,86 +69,62 @@ wheel alone is [`wheel::Wheel`]."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod alarm;
-#[cfg(feature = "thread")]
-#[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
-pub mod async_io;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod clock;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod coop;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod deadlines;
-#[cfg(feature = "thread")]
-mod delay;
-#[cfg(feature = "tokio")]
-pub mod delay_queue;
-#[cfg(feature = "tokio")]
-mod driver;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod error;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod executor;
-#[cfg(all(feature = "metrics", any(feature = "tokio", feature = "thread")))]
-mod export;
-#[cfg(all(test, feature = "tokio"))]
-mod hooks;
+#[macro_use]
+mod macros;
+
+// The floors, from the ground up (docs/ARCHITECTURE.md): the wheel (no
+// clock, no runtime); the engine (private: shards, clock, deadlines,
+// drivers and their alarms, the process, tokio's budget) with the leaf
+// types it reports in (errors, stats); the handle (`Timer`, its builder,
+// `Timeout`, `Interval`, scheduled tasks) and the keyed queue's core; then
+// the faces over them.
+pub mod wheel;
+
+cfg_timer! {
+    mod engine;
+    mod error;
+    mod queue;
+    mod stats;
+    mod timer;
+
+    pub use engine::executor::TaskExecutor;
+    pub use error::{Elapsed, Error};
+    pub use stats::{Lateness, Stats};
+    pub use timer::interval::{Interval, MissedTickBehavior};
+    pub use timer::task::TaskHandle;
+    pub use timer::timeout::{Timeout, WithTimeout};
+    pub use timer::{Builder, Timer};
+}
+
+// The faces: `tokio::time`'s drop-in and tokio-util's queue (tokio),
+// futures-timer's and async-io's (the thread driver), hyper's and tower's
+// timers, and the `metrics` export.
+cfg_tokio! {
+    pub mod delay_queue;
+    pub mod time;
+
+    pub use delay_queue::DelayQueue;
+}
+
+cfg_thread! {
+    pub mod async_io;
+    mod delay;
+
+    pub use delay::Delay;
+}
+
 #[cfg(feature = "hyper")]
 mod hyper;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod interval;
-#[cfg(feature = "tokio")]
-mod live;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod process;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod queue;
-#[cfg(all(test, feature = "tokio"))]
-mod regressions;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod shard;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod stats;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod task;
-#[cfg(feature = "thread")]
-mod thread_driver;
-#[cfg(feature = "tokio")]
-pub mod time;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod timeout;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod timer;
+
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-mod turn;
-pub mod wheel;
 
-#[cfg(feature = "thread")]
-#[cfg_attr(docsrs, doc(cfg(feature = "thread")))]
-pub use delay::Delay;
-#[cfg(feature = "tokio")]
-pub use delay_queue::DelayQueue;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use error::{Elapsed, Error};
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use executor::TaskExecutor;
+#[cfg(all(feature = "metrics", any(feature = "tokio", feature = "thread")))]
+mod export;
 #[cfg(all(feature = "metrics", any(feature = "tokio", feature = "thread")))]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use export::MetricsExporter;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use interval::{Interval, MissedTickBehavior};
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use stats::{Lateness, Stats};
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use task::TaskHandle;
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use timeout::{Timeout, WithTimeout};
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub use timer::{Builder, Timer};
 
 #[cfg(feature = "tokio")]
 #[doc = include_str!("../docs/MIGRATING.md")]

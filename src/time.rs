@@ -97,11 +97,11 @@ use std::task::{Context, Poll};
 
 use tokio::runtime::{Handle, Id};
 
-use crate::clock::{far_future, FAR_FUTURE};
+use crate::engine::clock::{far_future, FAR_FUTURE};
 use crate::error::Error;
 use crate::timer::{Timer, NO_TIME_DRIVER};
 
-pub use crate::interval::MissedTickBehavior;
+pub use crate::timer::interval::MissedTickBehavior;
 /// tokio's paused-time controls, re-exported (feature `test-util`, which
 /// turns on tokio's).
 #[cfg(feature = "test-util")]

@@ -37,7 +37,7 @@ use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use shuttle::sync::{Arc, Mutex};
 use shuttle::thread;
 
-// The deadline word, as in src/deadlines.rs.
+// The deadline word, as in src/engine/deadlines.rs.
 const LINKED: u64 = 1 << 63;
 const UNTAKEN: u64 = 1 << 61;
 const STALLED: u64 = 1 << 60;

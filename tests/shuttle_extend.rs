@@ -1,6 +1,6 @@
 //! A schedule-exploring model (shuttle) of the reset by extension: a
 //! timeout's deadline word moved later with one compare-and-swap and no
-//! lock (`Deadlines::extend` in src/deadlines.rs), racing the driver that
+//! lock (`Deadlines::extend` in src/engine/deadlines.rs), racing the driver that
 //! re-files or fires the entry under the shard's lock (`Deadlines::due`,
 //! `Wheel::pop_expired_checked`), a cancel, the timer's stop (which clears
 //! `LINKED` under the lock), a task reading `deadline()` and `is_expired()`
@@ -27,7 +27,7 @@ use shuttle::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use shuttle::sync::{Arc, Mutex};
 use shuttle::thread;
 
-// The deadline word, as in src/deadlines.rs.
+// The deadline word, as in src/engine/deadlines.rs.
 const LINKED: u64 = 1 << 63;
 const GEN_SHIFT: u32 = 48;
 const GEN_MASK: u64 = (1 << 14) - 1;

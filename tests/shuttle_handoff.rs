@@ -1,6 +1,6 @@
 //! A schedule-exploring model of a due callback's hand-off to the runtime
-//! it is spawned on (`TaskExecutor::spawn`; `src/executor.rs`'s
-//! `TaskRunner::run` and `Spawned`, `src/shard.rs`'s task states), run with
+//! it is spawned on (`TaskExecutor::spawn`; `src/engine/executor.rs`'s
+//! `TaskRunner::run` and `Spawned`, `src/engine/shard.rs`'s task states), run with
 //! shuttle:
 //!
 //! ```text

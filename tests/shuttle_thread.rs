@@ -1,5 +1,5 @@
 //! A schedule-exploring model of the thread driver's sleep and wake-up
-//! protocol (`src/thread_driver.rs`, `src/alarm/sleeper.rs`,
+//! protocol (`src/engine/driver/thread.rs`, `src/engine/alarm/thread.rs`,
 //! `Common::note_deadline`), run with shuttle:
 //!
 //! ```text

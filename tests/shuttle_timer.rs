@@ -358,7 +358,7 @@ impl RawWheel {
 }
 
 // ---------------------------------------------------------------------------
-// The shard state and what the shards share (src/shard.rs).
+// The shard state and what the shards share (src/engine/shard.rs).
 
 /// Which broken variant to run, if any.
 #[derive(Clone, Copy, Debug, Default)]
@@ -555,7 +555,7 @@ impl Common {
         }
     }
 
-    /// `RuntimeAlarm::arm` (src/alarm/runtime.rs): an insert's, for an
+    /// `RuntimeAlarm::arm` (src/engine/alarm/runtime.rs): an insert's, for an
     /// earlier tick only.
     fn arm(&self, tick: u64) {
         self.arm_after(tick, false);
@@ -567,7 +567,7 @@ impl Common {
         self.arm_after(tick, true);
     }
 
-    /// `RuntimeAlarm::arm_after` (src/alarm/runtime.rs); `force`: the
+    /// `RuntimeAlarm::arm_after` (src/engine/alarm/runtime.rs); `force`: the
     /// driver's re-arm (its `now` given). Resetting and polling the `Sleep`
     /// registers it with the runtime, or finds it due (the runtime
     /// completes a `Sleep` whose instant has passed).
@@ -614,7 +614,7 @@ impl Common {
         }
     }
 
-    // -- src/driver.rs --------------------------------------------------
+    // -- src/engine/driver/runtime.rs --------------------------------------------------
 
     /// `Driver::wake_by_ref`.
     fn driver_wake(&self) {
@@ -866,8 +866,8 @@ fn stop(common: &Common, reason: u8) -> Vec<Arc<Task>> {
 }
 
 // ---------------------------------------------------------------------------
-// Handles: `Timeout` (src/timeout.rs), `Timer::try_schedule` and
-// `TaskHandle::cancel` (src/timer.rs, src/task.rs).
+// Handles: `Timeout` (src/timer/timeout.rs), `Timer::try_schedule` and
+// `TaskHandle::cancel` (src/timer/mod.rs, src/timer/task.rs).
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Word {

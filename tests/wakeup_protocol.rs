@@ -1,6 +1,6 @@
 //! An exhaustive model check of how an insert arms the driver's alarm:
-//! `Common::note_deadline` (src/shard.rs) and `Alarm::arm` (src/alarm/) racing the
-//! driver's turn and re-arm (src/driver.rs), and the turn passing a shard
+//! `Common::note_deadline` (src/engine/shard.rs) and `Alarm::arm` (src/engine/alarm/) racing the
+//! driver's turn and re-arm (src/engine/driver/runtime.rs), and the turn passing a shard
 //! without its lock where the shard's hint says its wheel is empty
 //! (`Common::shard_busy`, `Shard::linked`).
 //!

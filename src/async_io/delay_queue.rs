@@ -13,7 +13,7 @@ use futures_core::Stream;
 
 use crate::delay::Delay;
 pub use crate::queue::Key;
-use crate::queue::{Alarm, Entry, Queue};
+use crate::queue::{Entry, Queue, QueueAlarm};
 
 /// A queue of values, each yielded once its deadline has passed, on any
 /// executor: [`hashwheel::DelayQueue`](crate::DelayQueue) without tokio.
@@ -652,7 +652,7 @@ impl<T> fmt::Debug for DelayQueue<T> {
 
 /// The executor-free face's alarm: a [`Delay`] on the process's
 /// thread-driven timer (which a forked child moves to its own).
-impl Alarm for Delay {
+impl QueueAlarm for Delay {
     fn now() -> Instant {
         Instant::now()
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use crate::clock::FAR_GRID_US;
+use crate::engine::clock::FAR_GRID_US;
 use crate::delay::Delay;
 
 /// A deadline set this far ahead or more is kept on a grid of

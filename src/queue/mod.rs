@@ -4,7 +4,7 @@
 //! (std's clock, the thread driver).
 //!
 //! The queue is a [`Wheel`] of 125 µs ticks that its one owner turns as it
-//! polls, and one [`Alarm`] armed at the earliest tick: the seam where the
+//! polls, and one [`QueueAlarm`] armed at the earliest tick: the seam where the
 //! two faces differ. Everything else (the tick maths, the wake-ups, the
 //! keys) lives here once. It imports only the wheel.
 
@@ -12,8 +12,8 @@ use std::fmt;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::clock::{far_future, FAR_FUTURE};
-use crate::coop;
+use crate::engine::clock::{far_future, FAR_FUTURE};
+use crate::engine::coop;
 use crate::wheel::{self, Wheel};
 
 /// The queue's tick, in nanoseconds: deadlines round up to it. It divides
@@ -29,7 +29,7 @@ const RING: usize = 1024;
 
 /// What a queue face supplies: its clock, and one alarm that wakes the
 /// owning task at an instant of that clock.
-pub(crate) trait Alarm: Sized {
+pub(crate) trait QueueAlarm: Sized {
     /// The time by the face's clock, as a std `Instant` (tokio's paused
     /// clock converts to one exactly).
     fn now() -> Instant;
@@ -135,7 +135,7 @@ fn stale(method: &str) -> ! {
 }
 
 /// The queue: one owner (`&mut self`), no lock, no `Arc`, no driver task;
-/// it wakes its task through one [`Alarm`] armed at its next deadline.
+/// it wakes its task through one [`QueueAlarm`] armed at its next deadline.
 pub(crate) struct Queue<T, A> {
     wheel: Wheel<T>,
     /// Tick 0 begins here.
@@ -152,7 +152,7 @@ pub(crate) struct Queue<T, A> {
     waker: Option<Waker>,
 }
 
-impl<T, A: Alarm> Queue<T, A> {
+impl<T, A: QueueAlarm> Queue<T, A> {
     pub(crate) fn new() -> Queue<T, A> {
         Queue {
             wheel: Wheel::with_shape(BUCKETS, RING),

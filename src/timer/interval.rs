@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use crate::clock::{Clock, FAR_FUTURE};
-use crate::coop;
-use crate::deadlines::{Deadlines, UNTAKEN};
+use crate::engine::clock::{Clock, FAR_FUTURE};
+use crate::engine::coop;
+use crate::engine::deadlines::{Deadlines, UNTAKEN};
 use crate::error::{Error, StopReason};
-use crate::timeout::{Rearm, Timeout};
+use crate::timer::timeout::{Rearm, Timeout};
 
 /// How late a tick may complete and still count as on time: tokio's 5 ms
 /// (see [`tolerance`]).
@@ -87,7 +87,7 @@ pub struct Interval {
     /// The wheel entry (registered on the first poll, as an interval's):
     /// its deadline word says whether a tick waits and where the driver
     /// re-arms it, the entry holds the task's waker (see
-    /// [`Deadlines`](crate::deadlines) for the protocol). Nothing else of
+    /// [`Deadlines`](crate::engine::deadlines) for the protocol). Nothing else of
     /// the interval is shared: a heartbeat touches the entry, its word and
     /// the task.
     timeout: Timeout,
@@ -97,7 +97,7 @@ pub struct Interval {
     waker: Option<Waker>,
     /// The nominal instant of the next tick (the entry waits for it), in
     /// nanoseconds from the timer's start (see
-    /// [`Clock::offset_of`](crate::clock::Clock::offset_of)): exact, a
+    /// [`Clock::offset_of`](crate::engine::clock::Clock::offset_of)): exact, a
     /// tick's arithmetic in integers, for uptimes and deadlines as far as
     /// the timer's own (an `i64` of them ended at 292 years, where every
     /// tick came at once with the same instant).

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::hooks;
-use crate::shard::Shared;
-use crate::{TaskExecutor, TaskHandle, Timer};
+use crate::engine::hooks;
+use crate::engine::shard::Shared;
+use crate::engine::executor::TaskExecutor;
+use crate::timer::task::TaskHandle;
+use crate::timer::Timer;
 
 fn on_schedule_insert(hook: impl Fn(&Arc<Shared>) + 'static) {
     hooks::on_schedule_insert(Some(Box::new(hook)));
@@ -203,7 +205,7 @@ fn a_panic_in_a_thread_drivers_turn_stops_the_timer_and_completes_every_timeout(
 /// thread was taken for its own arming and turned nothing.
 #[test]
 fn a_panic_while_arming_the_alarm_leaves_this_thread_able_to_turn() {
-    use crate::alarm::runtime::{arming, rung_while_arming};
+    use crate::engine::alarm::runtime::{arming, rung_while_arming};
     let caught = std::panic::catch_unwind(|| arming(|| panic!("injected while arming")));
     assert!(caught.is_err());
     assert!(!rung_while_arming(), "the thread is still taken for arming");

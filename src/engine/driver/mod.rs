@@ -8,9 +8,9 @@
 //! many entries it `expired` or re-armed, and how long it `took_us`, the
 //! re-arm included): off unless a subscriber takes `trace`.
 //!
-//! The tokio driver (`driver.rs`) calls [`turn_once`] from its alarm's
+//! The tokio driver (`runtime.rs`) calls [`turn_once`] from its alarm's
 //! waker, inside the runtime's own timer processing; the thread driver
-//! (`thread_driver.rs`) from its own thread. Neither holds a lock here.
+//! (`thread.rs`) from its own thread. Neither holds a lock here.
 //! What differs between them is the alarm (see `alarm`) and how a driver
 //! becomes the one that turns.
 //!
@@ -19,7 +19,7 @@
 //! Turns never overlap: [`Common::turn_state`] lets one caller turn. Before
 //! a turn the driver sets `planned` to `u64::MAX`, so every insert from
 //! then on lowers it, and an insert that sees the turn (`turn_state` not
-//! [`IDLE`](crate::shard::IDLE)) leaves the arming to the driver. After
+//! [`IDLE`](crate::engine::shard::IDLE)) leaves the arming to the driver. After
 //! turning, [`turn_once`] lowers `planned` to the earliest work it found
 //! (`fetch_min`, so an insert it missed is kept) and re-arms the alarm for
 //! the result; the driver marks itself idle and then calls
@@ -27,6 +27,11 @@
 //! that (such an insert saw the turn and left the arming to it). Modelled
 //! in `tests/shuttle_timer.rs` (the runtime's alarm) and
 //! `tests/shuttle_thread.rs` (the thread's).
+
+#[cfg(feature = "tokio")]
+pub(crate) mod runtime;
+#[cfg(feature = "thread")]
+pub(crate) mod thread;
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -36,8 +41,8 @@ use std::task::Waker;
 use std::time::Duration;
 
 use crate::error::StopReason;
-use crate::executor::TaskRunner;
-use crate::shard::{panic_message, stop, wake, Common, Shard, ShardState, TaskInner};
+use crate::engine::executor::TaskRunner;
+use crate::engine::shard::{panic_message, stop, wake, Common, Shard, ShardState, TaskInner};
 use crate::wheel::raw::{Key, Popped, State};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
@@ -54,7 +59,7 @@ pub(crate) struct Turned {
     /// The earliest tick with work, which the alarm is armed for.
     pub(crate) target: u64,
     /// The soonest tick the driver turns again (see
-    /// [`Rearmed::soonest`](crate::alarm::Rearmed::soonest)).
+    /// [`Rearmed::soonest`](crate::engine::alarm::Rearmed::soonest)).
     pub(crate) soonest: u64,
 }
 
@@ -71,7 +76,7 @@ pub(crate) fn turn_once(
     now: u64,
 ) -> Turned {
     #[cfg(all(test, feature = "tokio"))]
-    crate::hooks::in_turn(common);
+    crate::engine::hooks::in_turn(common);
     let started = std::time::Instant::now();
     // One span per turn, for log pipelines and tokio-console-style tools
     // to see stalls: disabled (a check of the callsite's interest, nothing

@@ -9,7 +9,7 @@
 //!
 //! # Why no wake-up is lost
 //!
-//! Every change (arm, disarm, shut) happens under [`Sleeper::state`]'s lock,
+//! Every change (arm, disarm, shut) happens under [`ThreadAlarm::state`]'s lock,
 //! and the thread decides to sleep, and for how long, under that lock too:
 //!
 //! - on Linux the alarm is a timerfd, set under the lock: arming it sooner
@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::Rearmed;
-use crate::clock::Clock;
-use crate::process::Origin;
+use crate::engine::clock::Clock;
+use crate::engine::process::Origin;
 use crate::wheel::raw::NEVER;
 
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
@@ -48,19 +48,19 @@ struct State {
     /// The timer stopped or is gone: the thread ends.
     shut: bool,
     /// The alarm rings on every tick of the driver's grid (a periodic
-    /// timerfd, set by [`Sleeper::rearm`]) rather than once: while it does,
+    /// timerfd, set by [`ThreadAlarm::rearm`]) rather than once: while it does,
     /// the driver's re-arm for the next tick of the grid is no syscall.
     periodic: bool,
 }
 
 /// The thread driver's alarm.
 #[derive(Debug)]
-pub(crate) struct Sleeper {
+pub(crate) struct ThreadAlarm {
     state: Mutex<State>,
     /// The process whose driver thread sleeps here (the timer's, shared
     /// with its shards). A child forked from it has no such thread, shares
     /// the timerfd with the parent (the same open file), and may find the
-    /// lock held for ever: see [`Sleeper::is_foreign`].
+    /// lock held for ever: see [`ThreadAlarm::is_foreign`].
     origin: Arc<Origin>,
     #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
     fd: rustix::fd::OwnedFd,
@@ -68,7 +68,7 @@ pub(crate) struct Sleeper {
     cond: Condvar,
 }
 
-/// What [`Sleeper::wait`] returns.
+/// What [`ThreadAlarm::wait`] returns.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Woke {
     /// The armed time came (or may have: turn and see).
@@ -77,14 +77,14 @@ pub(crate) enum Woke {
     Shut,
 }
 
-impl Sleeper {
+impl ThreadAlarm {
     /// A disarmed alarm.
     ///
     /// # Errors
     ///
     /// The OS's, where it has no timerfd to give (too many open files).
-    pub(crate) fn new(origin: Arc<Origin>) -> std::io::Result<Sleeper> {
-        Ok(Sleeper {
+    pub(crate) fn new(origin: Arc<Origin>) -> std::io::Result<ThreadAlarm> {
+        Ok(ThreadAlarm {
             state: Mutex::new(State {
                 armed: u64::MAX,
                 at: Instant::now(),
@@ -205,7 +205,7 @@ impl Sleeper {
     /// parent's alarm (and end its periodic ringing, which the parent would
     /// not know, and its driver would sleep for good), and its lock may be
     /// held for ever by a thread of the parent. A child's timer of its own
-    /// has a sleeper of its own.
+    /// has a alarm of its own.
     fn is_foreign(&self) -> bool {
         !self.origin.is_current()
     }
@@ -336,7 +336,7 @@ impl Sleeper {
 /// the earliest work at `target` (`u64::MAX` if none, or nothing pending),
 /// and the soonest tick it turns again: the next tick of its grid since
 /// the timer's start (a turn late in its tick does not push the next one
-/// a whole tick later). The sleeper rings at that very instant (no
+/// a whole tick later). The alarm rings at that very instant (no
 /// rounding), so work due after `now` rings within a tick of its
 /// deadline; an insert arms it at its deadline itself.
 pub(crate) fn after_turn(tick_us: u64, now: u64, target: u64) -> (u64, u64) {
@@ -359,31 +359,31 @@ mod tests {
     /// off the grid ends it.
     #[test]
     fn a_rearm_on_the_grid_rings_every_tick_from_one_set() {
-        let sleeper = Sleeper::new(Arc::new(Origin::here())).unwrap();
+        let alarm = ThreadAlarm::new(Arc::new(Origin::here())).unwrap();
         let tick = Duration::from_micros(200);
         let start = Instant::now();
-        assert!(sleeper.rearm(1, start + tick, Some(tick)), "set once");
-        assert!(!sleeper.rearm(2, start + 2 * tick, Some(tick)), "kept");
+        assert!(alarm.rearm(1, start + tick, Some(tick)), "set once");
+        assert!(!alarm.rearm(2, start + 2 * tick, Some(tick)), "kept");
         // Rings three times, never before its first time, with no set.
         for _ in 0..3 {
-            assert_eq!(sleeper.wait(), Woke::Due);
+            assert_eq!(alarm.wait(), Woke::Due);
         }
         assert!(start.elapsed() >= tick, "rang early");
         // An insert's arm sets a single ring: the next re-arm on the grid
         // sets the fd again.
-        assert!(sleeper.arm(0, Instant::now()));
-        assert_eq!(sleeper.wait(), Woke::Due);
+        assert!(alarm.arm(0, Instant::now()));
+        assert_eq!(alarm.wait(), Woke::Due);
         assert!(
-            sleeper.rearm(5, Instant::now() + tick, Some(tick)),
+            alarm.rearm(5, Instant::now() + tick, Some(tick)),
             "set again"
         );
         // Nothing pending: a periodic alarm is disarmed, once.
-        assert!(sleeper.rearm(u64::MAX, Instant::now(), None), "disarmed");
-        assert!(!sleeper.rearm(u64::MAX, Instant::now(), None), "already");
+        assert!(alarm.rearm(u64::MAX, Instant::now(), None), "disarmed");
+        assert!(!alarm.rearm(u64::MAX, Instant::now(), None), "already");
         // Off the grid: a single ring.
-        assert!(sleeper.rearm(9, Instant::now() + tick, None));
-        assert_eq!(sleeper.wait(), Woke::Due);
-        sleeper.shut();
-        assert_eq!(sleeper.wait(), Woke::Shut);
+        assert!(alarm.rearm(9, Instant::now() + tick, None));
+        assert_eq!(alarm.wait(), Woke::Due);
+        alarm.shut();
+        assert_eq!(alarm.wait(), Woke::Shut);
     }
 }

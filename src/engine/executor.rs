@@ -13,9 +13,9 @@ use tokio::sync::Notify;
 
 #[cfg(feature = "tokio")]
 use crate::error::StopReason;
-use crate::shard::{panic_message, TaskInner};
+use crate::engine::shard::{panic_message, TaskInner};
 #[cfg(feature = "tokio")]
-use crate::shard::{stop, Common, Shard, Shared};
+use crate::engine::shard::{stop, Common, Shard, Shared};
 #[cfg(feature = "tokio")]
 use std::sync::Weak;
 

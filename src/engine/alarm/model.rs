@@ -1,5 +1,5 @@
 //! The alarms' timing on a simulated clock: random inserts, each alarm's
-//! own arithmetic (`runtime::alarm_tick`, `sleeper::after_turn`), and
+//! own arithmetic (`runtime::alarm_tick`, `alarm::after_turn`), and
 //! the runtime's timer as tokio 1.54 rings it (whole milliseconds since
 //! its own start, each instant rounded up), that start at every offset
 //! within our timer's millisecond. Every deadline fires no earlier than
@@ -70,7 +70,7 @@ impl Sim {
     fn grid_ns(&self) -> u64 {
         match self.kind {
             #[cfg(feature = "tokio")]
-            Kind::Runtime => crate::alarm::runtime::grid_us(self.tick_us) * 1_000,
+            Kind::Runtime => crate::engine::alarm::runtime::grid_us(self.tick_us) * 1_000,
             _ => self.tick_us * 1_000,
         }
     }
@@ -90,7 +90,7 @@ impl Sim {
         self.ring = Some(match self.kind {
             #[cfg(feature = "tokio")]
             Kind::Runtime => {
-                let at = crate::alarm::runtime::alarm_tick(self.tick_us, tick, self.turned) * 1_000;
+                let at = crate::engine::alarm::runtime::alarm_tick(self.tick_us, tick, self.turned) * 1_000;
                 if at <= now_ns {
                     now_ns // due: a turn at once
                 } else {
@@ -140,13 +140,13 @@ impl Sim {
             Kind::Runtime => {
                 self.armed = target;
                 self.ring = (target != u64::MAX).then(|| {
-                    let at = crate::alarm::runtime::alarm_tick(self.tick_us, target, now) * 1_000;
+                    let at = crate::engine::alarm::runtime::alarm_tick(self.tick_us, target, now) * 1_000;
                     self.runtime_rings(at).max(now_ns)
                 });
             }
             #[cfg(feature = "thread")]
             Kind::Thread => {
-                let (alarm, _) = crate::alarm::sleeper::after_turn(self.tick_us, now, target);
+                let (alarm, _) = crate::engine::alarm::thread::after_turn(self.tick_us, now, target);
                 self.armed = alarm;
                 self.ring = (alarm != u64::MAX).then(|| (alarm * 1_000).max(now_ns));
             }
@@ -223,7 +223,7 @@ fn the_runtime_alarm_is_never_early_nor_a_tick_late_from_any_offset() {
 #[test]
 fn the_runtime_alarm_turns_once_per_grid_under_dense_work() {
     for tick_us in [1_500, 2_000, 2_500, 5_000] {
-        let grid = crate::alarm::runtime::grid_us(tick_us);
+        let grid = crate::engine::alarm::runtime::grid_us(tick_us);
         for offset_ns in offsets() {
             let mut sim = Sim::new(Kind::Runtime, tick_us, offset_ns);
             let mut pending: BTreeMap<u64, u32> = (1..=400).map(|i| (i * 250, 1)).collect();

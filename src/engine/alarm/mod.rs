@@ -2,7 +2,7 @@
 //! tick with work, and nothing else. One interface, one implementation per
 //! driver, each in a file of its own:
 //!
-//! - `runtime.rs`, for a timer driven by a runtime (`driver.rs`): a ring
+//! - `runtime.rs`, for a timer driven by a runtime (`driver/runtime.rs`): a ring
 //!   of three runtime timers (tokio `Sleep`s) polled with the driver's
 //!   waker, so the runtime's own timer processing turns the wheels; the
 //!   two after the next keep the driver's re-arm from unparking the
@@ -10,13 +10,13 @@
 //!   are all its timer rings on. Arming it is a `Sleep::reset` and a poll
 //!   under a lock; the re-arm after a turn costs no syscall, and for a
 //!   timer busy every turn of its grid it re-registers one runtime timer.
-//! - `sleeper.rs`, for a thread-driven timer (`thread_driver.rs`): a
+//! - `thread.rs`, for a thread-driven timer (`driver/thread.rs`): a
 //!   timerfd (a `Condvar` where there is none) the driver's thread sleeps
 //!   on. Arming it sooner is a `timerfd_settime` under a lock; while every
 //!   tick has work the re-arm after a turn sets nothing.
 //!
-//! The shard state ([`Common::arm`](crate::shard::Common::arm)) and the
-//! turn both drivers share (`turn.rs`) arm it through [`Alarm`] without
+//! The shard state ([`Common::arm`](crate::engine::shard::Common::arm)) and the
+//! turn both drivers share (`driver/mod.rs`) arm it through [`Alarm`] without
 //! knowing which it is: the `cfg`s of the drivers live here, not there. The
 //! alarm also picks the timer's clock ([`Alarm::source`]): tokio's for the
 //! runtime's timer, std's for the thread's.
@@ -28,26 +28,26 @@ mod model;
 #[cfg(feature = "tokio")]
 pub(crate) mod runtime;
 #[cfg(feature = "thread")]
-pub(crate) mod sleeper;
+pub(crate) mod thread;
 
 #[cfg(feature = "thread")]
 use std::sync::Arc;
 
-use crate::clock::{Clock, Source};
+use crate::engine::clock::{Clock, Source};
 
 #[cfg(feature = "tokio")]
 use runtime::RuntimeAlarm;
 #[cfg(feature = "thread")]
-use sleeper::Sleeper;
+use thread::ThreadAlarm;
 
 /// A timer's alarm, by driver.
 pub(crate) enum Alarm {
     /// A runtime timer (see `runtime.rs`).
     #[cfg(feature = "tokio")]
     Runtime(RuntimeAlarm),
-    /// The driver thread's sleeper (see `sleeper.rs`).
+    /// The driver thread's alarm (see `alarm/thread.rs`).
     #[cfg(feature = "thread")]
-    Thread(Arc<Sleeper>),
+    Thread(Arc<ThreadAlarm>),
 }
 
 /// What the driver's re-arm after a turn did.
@@ -105,7 +105,7 @@ impl Alarm {
             #[cfg(feature = "tokio")]
             Alarm::Runtime(alarm) => alarm.arm(clock, tick),
             #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => sleeper.arm(tick, clock.instant_of(tick)),
+            Alarm::Thread(alarm) => alarm.arm(tick, clock.instant_of(tick)),
         }
     }
 
@@ -116,7 +116,7 @@ impl Alarm {
             #[cfg(feature = "tokio")]
             Alarm::Runtime(alarm) => alarm.rearm(clock, now, target),
             #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => sleeper.rearm_after_turn(clock, now, target),
+            Alarm::Thread(alarm) => alarm.rearm_after_turn(clock, now, target),
         }
     }
 
@@ -128,7 +128,7 @@ impl Alarm {
             #[cfg(feature = "tokio")]
             Alarm::Runtime(alarm) => alarm.take_armed(),
             #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => sleeper.take_armed(),
+            Alarm::Thread(alarm) => alarm.take_armed(),
         }
     }
 
@@ -139,7 +139,7 @@ impl Alarm {
             #[cfg(feature = "tokio")]
             Alarm::Runtime(alarm) => alarm.shut(),
             #[cfg(feature = "thread")]
-            Alarm::Thread(sleeper) => sleeper.shut(),
+            Alarm::Thread(alarm) => alarm.shut(),
         }
     }
 }

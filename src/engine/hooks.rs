@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use crate::shard::{Common, Shared};
+use crate::engine::shard::{Common, Shared};
 
 type ScheduleHook = Box<dyn Fn(&Arc<Shared>)>;
 type Hook = Box<dyn Fn()>;

@@ -57,7 +57,7 @@ use crate::wheel::store::{self, Place};
 /// The driver (under the lock) sets `UNTAKEN` as it fires a tick and
 /// re-arms the entry at the word's re-arm tick ([`Due::Rearm`]), moving the
 /// task's waker out of the entry to wake it once the lock is released; it
-/// puts the waker back afterwards (see `turn.rs`), so that in the steady
+/// puts the waker back afterwards (see `driver/mod.rs`), so that in the steady
 /// state the task's poll registers nothing. While `UNTAKEN` is clear the
 /// handle writes the word only under the lock, and the driver with a plain
 /// store; while it is set, the handle takes the tick with a
@@ -335,7 +335,7 @@ impl Deadlines {
     /// its tick left as it is (the handle moves it on as it takes the
     /// tick); `woken` gets the task's waker, moved out of the entry under
     /// the lock (no foreign code runs: it only moves), to wake once the
-    /// lock is released and put back (see `turn.rs`). A re-arm tick too
+    /// lock is released and put back (see `driver/mod.rs`). A re-arm tick too
     /// far for the word (a period of years) fires the entry instead, not
     /// re-armed ([`Due::Stall`], marked as stalled; the task re-arms it
     /// under the lock as it takes the tick), its waker handed to `woken`

@@ -24,7 +24,7 @@
 //!
 //! # Why no wake-up is lost
 //!
-//! See `turn.rs`, which both drivers share. Here, besides: a wake that comes
+//! See `driver/mod.rs`, which both drivers share. Here, besides: a wake that comes
 //! while a turn runs (the alarm rang again, or an insert already due armed
 //! it) marks the turn [`AGAIN`], and the turner turns once more.
 
@@ -38,11 +38,11 @@ use std::task::{Wake, Waker};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::alarm::runtime::rung_while_arming;
+use crate::engine::alarm::runtime::rung_while_arming;
 use crate::error::StopReason;
-use crate::executor::{StopOnDrop, TaskExecutor, TaskRunner};
-use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
-use crate::turn::{self, Fired, BATCH as BATCH_LEN};
+use crate::engine::executor::{StopOnDrop, TaskExecutor, TaskRunner};
+use crate::engine::shard::{Common, Shard, Shared, IDLE, TURNING};
+use crate::engine::driver::{self, Fired, BATCH as BATCH_LEN};
 
 /// [`Common::turn_state`]: a turn runs, and another was asked for
 /// meanwhile.
@@ -162,13 +162,13 @@ impl Driver {
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 return;
             }
-            let turned = turn::turn_once(common, &self.shards, &self.runner, batch, now);
+            let turned = driver::turn_once(common, &self.shards, &self.runner, batch, now);
             if common
                 .turn_state
                 .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
-                turn::after_turn(common, turned);
+                driver::after_turn(common, turned);
                 return;
             }
             // Asked to turn again while turning.
@@ -179,7 +179,7 @@ impl Driver {
 
     /// A turn panicked: see [`turn::contain_panic`].
     fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
-        turn::contain_panic(common, &self.shards, &self.runner, batch, panic);
+        driver::contain_panic(common, &self.shards, &self.runner, batch, panic);
         common.turn_state.store(IDLE, Ordering::SeqCst);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::shard::{TaskInner, CANCELLED, EXPIRED, PENDING};
+use crate::engine::shard::{TaskInner, CANCELLED, EXPIRED, PENDING};
 
 /// A handle to a callback scheduled with
 /// [`Timer::schedule`](crate::Timer::schedule): the counterpart of Netty's

@@ -1,7 +1,7 @@
 //! The alarm of a timer driven by a runtime: a runtime timer (a tokio
 //! `Sleep`) polled with the driver's waker, so the runtime's own timer calls
 //! the driver while it processes its timers, and the wakes the driver makes
-//! there are batched with the runtime's (see `driver.rs`).
+//! there are batched with the runtime's (see `driver/runtime.rs`).
 //!
 //! The alarm is a ring of three runtime timers, a turn of the driver's grid
 //! apart (a runtime millisecond, or the whole milliseconds of a coarser
@@ -34,8 +34,8 @@ use tokio::sync::Notify;
 use tokio::time::Sleep;
 
 use super::Rearmed;
-use crate::clock::{far_future, Clock};
-use crate::live::LiveTimer;
+use crate::engine::clock::{far_future, Clock};
+use crate::engine::live::LiveTimer;
 use crate::wheel::raw::NEVER;
 
 /// The alarm of a timer driven by a runtime.

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
-use crate::coop;
+use crate::engine::coop;
 use crate::error::{Elapsed, StopReason};
-use crate::shard::{wake_all, AtomicCounts, Shard};
+use crate::engine::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::raw::{Key, State, NEVER};
 
 // A `Timeout` is two words: its shard (which wheel and lock, and through
@@ -441,7 +441,7 @@ impl Timeout {
                     (res.0, res.1, guard.wheel.is_empty())
                 };
                 #[cfg(all(test, feature = "tokio"))]
-                crate::hooks::after_reset_unlock();
+                crate::engine::hooks::after_reset_unlock();
                 match (state, fired_now) {
                     (State::Pending, Some(waker)) => {
                         wake_all(waker);
@@ -473,7 +473,7 @@ impl Timeout {
 
     /// The timer's clock.
     #[inline]
-    pub(crate) fn clock(&self) -> &crate::clock::Clock {
+    pub(crate) fn clock(&self) -> &crate::engine::clock::Clock {
         &self.shard.common.clock
     }
 
@@ -517,7 +517,7 @@ impl Timeout {
 
     /// Registers an unregistered timeout as an interval's entry, due at
     /// its tick, holding `waker`, and re-armed at `after` when it fires
-    /// (see [`Deadlines::beat_due`](crate::deadlines::Deadlines)). Returns
+    /// (see [`Deadlines::beat_due`](crate::engine::deadlines::Deadlines)). Returns
     /// `false` (and the timeout is cancelled) if the timer stopped.
     pub(crate) fn register_beat(&mut self, waker: Waker, after: u64) -> bool {
         self.register(waker, Some(after)) != CANCELLED
@@ -572,7 +572,7 @@ impl Timeout {
         done
     }
 
-    /// An interval's word (see [`Deadlines::beat`](crate::deadlines::Deadlines::beat)):
+    /// An interval's word (see [`Deadlines::beat`](crate::engine::deadlines::Deadlines::beat)):
     /// whether a tick waits, and the re-arm tick. The timeout is registered.
     #[inline]
     pub(crate) fn beat_word(&self) -> u64 {
@@ -588,7 +588,7 @@ impl Timeout {
 
     /// Takes the tick waiting in an interval's `word`, re-armed at `after`
     /// from now on: one compare-and-swap (see
-    /// [`Deadlines::take_beat`](crate::deadlines::Deadlines::take_beat)).
+    /// [`Deadlines::take_beat`](crate::engine::deadlines::Deadlines::take_beat)).
     #[inline]
     pub(crate) fn take_beat(&self, word: u64, after: u64) -> bool {
         self.shard.deadlines.take_beat(self.key(), word, after)

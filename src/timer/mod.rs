@@ -1,5 +1,11 @@
 //! The [`Timer`] handle and its [`Builder`]. The state they share with the
-//! driver lives in the shard state (`shard.rs`).
+//! driver lives in the engine (`engine/shard.rs`).
+
+pub(crate) mod interval;
+#[cfg(all(test, feature = "tokio"))]
+mod regressions;
+pub(crate) mod task;
+pub(crate) mod timeout;
 
 use std::fmt;
 use std::future::IntoFuture;
@@ -13,22 +19,22 @@ use std::time::Instant;
 use tokio::runtime::Handle;
 
 #[cfg(feature = "tokio")]
-use crate::alarm::runtime::RuntimeAlarm;
+use crate::engine::alarm::runtime::RuntimeAlarm;
 #[cfg(feature = "thread")]
-use crate::alarm::sleeper::Sleeper;
-use crate::alarm::Alarm;
+use crate::engine::alarm::thread::ThreadAlarm;
+use crate::engine::alarm::Alarm;
 #[cfg(feature = "tokio")]
-use crate::driver;
+use crate::engine::driver::runtime;
 use crate::error::Error;
-use crate::executor::TaskExecutor;
-use crate::interval::Interval;
-use crate::process::Origin;
-use crate::shard::{far_future, shard_bytes, AtomicCounts, Shared, TaskInner, UNIT_NS};
+use crate::engine::executor::TaskExecutor;
+use crate::timer::interval::Interval;
+use crate::engine::process::Origin;
+use crate::engine::shard::{far_future, shard_bytes, AtomicCounts, Shared, TaskInner, UNIT_NS};
 use crate::stats::Stats;
-use crate::task::TaskHandle;
+use crate::timer::task::TaskHandle;
 #[cfg(feature = "thread")]
-use crate::thread_driver;
-use crate::timeout::{Timeout, WithTimeout};
+use crate::engine::driver::thread;
+use crate::timer::timeout::{Timeout, WithTimeout};
 use crate::wheel::raw::{MAX_ENTRIES, NEVER};
 
 /// The smallest tick of a timer driven by a runtime (whose timer has a
@@ -603,7 +609,7 @@ impl Timer {
             inner
         };
         #[cfg(all(test, feature = "tokio"))]
-        crate::hooks::after_schedule_insert(&self.shared);
+        crate::engine::hooks::after_schedule_insert(&self.shared);
         self.shared.note_deadline(tick);
         Ok(TaskHandle::new(inner))
     }
@@ -1593,7 +1599,7 @@ impl Builder {
                 Arc::new(Origin::here()),
             )
         };
-        driver::start(&handle, &shared, executor);
+        runtime::start(&handle, &shared, executor);
         Ok(Timer { shared })
     }
 
@@ -1615,11 +1621,11 @@ impl Builder {
         #[cfg(not(feature = "tokio"))]
         let runner = executor.bind_thread();
         let origin = Arc::new(Origin::here());
-        let sleeper = Sleeper::new(origin.clone()).map(Arc::new).map_err(|err| {
+        let alarm = ThreadAlarm::new(origin.clone()).map(Arc::new).map_err(|err| {
             Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
         })?;
-        let shared = plan.shared(Alarm::Thread(sleeper.clone()), origin);
-        thread_driver::start(&shared, sleeper, runner).map_err(|err| {
+        let shared = plan.shared(Alarm::Thread(alarm.clone()), origin);
+        thread::start(&shared, alarm, runner).map_err(|err| {
             Error::invalid_config(format!("the driver's thread could not be started: {err}"))
         })?;
         Ok(Timer { shared })

@@ -13,16 +13,16 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use crate::alarm::Alarm;
-use crate::clock::Clock;
+use crate::engine::alarm::Alarm;
+use crate::engine::clock::Clock;
 use crate::error::{Error, StopReason};
-use crate::process::Origin;
+use crate::engine::process::Origin;
 use crate::stats::{Lateness, Stats};
 use crate::wheel::raw::{level_bytes, Expired, Key, State, Wheel, NEVER};
 use crate::wheel::store::Sparse;
 
-pub(crate) use crate::clock::{far_future, UNIT_NS};
-pub(crate) use crate::deadlines::Deadlines;
+pub(crate) use crate::engine::clock::{far_future, UNIT_NS};
+pub(crate) use crate::engine::deadlines::Deadlines;
 
 /// The state shared by [`Timer`](crate::Timer)s and scheduled tasks: the
 /// shards and what they share. [`Timeout`](crate::Timeout)s hold only
@@ -46,7 +46,7 @@ pub(crate) struct Common {
     /// The timer's clock, and its ticks.
     pub(crate) clock: Clock,
     /// The driver's alarm (see `alarm`): a runtime timer, or the driver
-    /// thread's sleeper.
+    /// thread's alarm.
     pub(crate) alarm: Alarm,
     /// The tick the driver sleeps until; `u64::MAX` while it sleeps until
     /// notified, or while it is turning the wheels.
@@ -643,7 +643,7 @@ impl Shard {
     /// On a thread-driven timer a thread that finds the lock taken tries
     /// again a few times ([`CONTENDED_TRIES`]: spinning, then yielding)
     /// before it sleeps on it. The lock is held for a few microseconds at
-    /// most (an insert, or a batch of [`BATCH`](crate::turn::BATCH)
+    /// most (an insert, or a batch of [`BATCH`](crate::engine::driver::BATCH)
     /// expiries), but there the driver's thread takes it batch after batch
     /// beside the runtime's workers, and `std`'s mutex stops spinning once
     /// one thread sleeps on it: every worker that came next slept too, with

@@ -1,5 +1,5 @@
 //! The thread driver: Netty's worker thread, our way. A thread of its own
-//! sleeps until the next tick with work, turns the wheels (`turn.rs`, as the
+//! sleeps until the next tick with work, turns the wheels (`driver/mod.rs`, as the
 //! tokio driver does) and wakes what expired, outside every lock.
 //!
 //! It is chosen with [`Builder::driver_thread`](crate::Builder::driver_thread),
@@ -8,46 +8,46 @@
 //!
 //! # Sleeping
 //!
-//! The thread sleeps on its [`Sleeper`] (a timerfd on Linux, a condition
+//! The thread sleeps on its [`ThreadAlarm`] (a timerfd on Linux, a condition
 //! variable elsewhere), armed for the earliest tick with work: after a turn
 //! by the thread itself, and sooner by an insert whose deadline is earlier
 //! than the one armed (`Common::note_deadline`, as for the tokio driver).
-//! With nothing pending the sleeper is disarmed and the thread sleeps until
+//! With nothing pending the alarm is disarmed and the thread sleeps until
 //! an insert arms it: no wake-up at all while idle, none on an empty tick.
 //! The thread turns at most once per tick: after a turn at `now`, its own
 //! re-arm is for `now + tick` at the soonest (an insert may still arm it for
 //! an earlier deadline of its own, once). While every tick has work (many
 //! short sleeps), the alarm rings on each tick of the grid, set once for
 //! all of them: a turn then costs the read the thread sleeps in, and no
-//! `timerfd_settime` (see `Sleeper::rearm`).
+//! `timerfd_settime` (see `ThreadAlarm::rearm`).
 //!
 //! # Why no wake-up is lost
 //!
-//! As for the tokio driver (see `turn.rs`, which both share): the thread
+//! As for the tokio driver (see `driver/mod.rs`, which both share): the thread
 //! marks itself [`TURNING`], turns and re-arms ([`turn::turn_once`]), marks
 //! itself [`IDLE`], and arms again if an insert lowered `planned` meanwhile
-//! ([`turn::after_turn`]). Every arm happens under the sleeper's lock, and
-//! the sleep sees the last (see `alarm/sleeper.rs`). Modelled in
+//! ([`turn::after_turn`]). Every arm happens under the alarm's lock, and
+//! the sleep sees the last (see `alarm/thread.rs`). Modelled in
 //! `tests/shuttle_thread.rs`.
 //!
 //! # Ending
 //!
 //! The thread holds the timer weakly. It ends when the timer is stopped
-//! ([`Timer::stop`](crate::Timer::stop) shuts the sleeper) or when every
+//! ([`Timer::stop`](crate::Timer::stop) shuts the alarm) or when every
 //! `Timer`, `Timeout`, `Interval` and pending task of it is gone (the
-//! timer's shared state shuts the sleeper as it is dropped): it wakes, finds
+//! timer's shared state shuts the alarm as it is dropped): it wakes, finds
 //! that, and returns. It is detached, not joined (the last handle may be
 //! dropped on the thread itself, by a callback); it holds nothing but the
-//! sleeper and weak references once it is past its last turn.
+//! alarm and weak references once it is past its last turn.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use crate::alarm::sleeper::{Sleeper, Woke};
-use crate::executor::TaskRunner;
-use crate::shard::{Common, Shard, Shared, IDLE, TURNING};
-use crate::turn::{self, BATCH};
+use crate::engine::alarm::thread::{ThreadAlarm, Woke};
+use crate::engine::executor::TaskRunner;
+use crate::engine::shard::{Common, Shard, Shared, IDLE, TURNING};
+use crate::engine::driver::{self, BATCH};
 
 /// The name of the driver's thread.
 pub(crate) const THREAD_NAME: &str = "hashwheel-timer";
@@ -59,7 +59,7 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static WARNED: AtomicBool = AtomicBool::new(false);
 const TOO_MANY: usize = 64;
 
-/// Starts the driver thread of `shared`, sleeping on `sleeper` (the one in
+/// Starts the driver thread of `shared`, sleeping on `alarm` (the one in
 /// its `Common`); due callbacks go to `runner`.
 ///
 /// # Errors
@@ -67,7 +67,7 @@ const TOO_MANY: usize = 64;
 /// The OS's, where it cannot start a thread.
 pub(crate) fn start(
     shared: &Shared,
-    sleeper: Arc<Sleeper>,
+    alarm: Arc<ThreadAlarm>,
     runner: TaskRunner,
 ) -> std::io::Result<()> {
     #[cfg(feature = "tokio")]
@@ -83,7 +83,7 @@ pub(crate) fn start(
     let spawned = std::thread::Builder::new()
         .name(THREAD_NAME.into())
         .spawn(move || {
-            run(&weak, &shards, &sleeper, &runner);
+            run(&weak, &shards, &alarm, &runner);
             LIVE.fetch_sub(1, Ordering::Relaxed);
         });
     if let Err(err) = spawned {
@@ -107,10 +107,10 @@ pub(crate) fn start(
 }
 
 /// The thread's life: sleep, turn, until shut or gone.
-fn run(common: &Weak<Common>, shards: &[Weak<Shard>], sleeper: &Sleeper, runner: &TaskRunner) {
+fn run(common: &Weak<Common>, shards: &[Weak<Shard>], alarm: &ThreadAlarm, runner: &TaskRunner) {
     let mut batch = Vec::with_capacity(BATCH);
     let why = loop {
-        if sleeper.wait() == Woke::Shut {
+        if alarm.wait() == Woke::Shut {
             break "timer stopped or gone";
         }
         let Some(common) = common.upgrade() else {
@@ -121,18 +121,18 @@ fn run(common: &Weak<Common>, shards: &[Weak<Shard>], sleeper: &Sleeper, runner:
         }
         common.turn_state.store(TURNING, Ordering::SeqCst);
         let turned = catch_unwind(AssertUnwindSafe(|| {
-            turn::turn_once(&common, shards, runner, &mut batch, common.now_tick())
+            driver::turn_once(&common, shards, runner, &mut batch, common.now_tick())
         }));
         match turned {
             Ok(turned) => {
                 common.turn_state.store(IDLE, Ordering::SeqCst);
-                turn::after_turn(&common, turned);
+                driver::after_turn(&common, turned);
             }
             Err(panic) => {
                 // Nothing of ours is expected to panic (user callbacks and
                 // wakers are caught where they run); if something does, the
                 // timer stops with a reason every pending timeout reports.
-                turn::contain_panic(&common, shards, runner, &mut batch, &*panic);
+                driver::contain_panic(&common, shards, runner, &mut batch, &*panic);
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 break "driver panicked";
             }
