@@ -77,6 +77,8 @@ pub mod async_io;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 mod clock;
 #[cfg(any(feature = "tokio", feature = "thread"))]
+pub mod deadline;
+#[cfg(any(feature = "tokio", feature = "thread"))]
 mod deadlines;
 #[cfg(feature = "thread")]
 mod delay;

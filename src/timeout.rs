@@ -660,6 +660,25 @@ impl Timeout {
         res.1
     }
 
+    /// Moves a timeout not yet polled to the tick `scope` gives on its
+    /// timer's clock, where that comes before its own deadline (a deadline
+    /// scope's, see `deadline`); returns whether it moved. One that
+    /// completed at creation (its deadline had passed) keeps it.
+    pub(crate) fn clip_unpolled(
+        &mut self,
+        scope: impl FnOnce(&crate::clock::Clock) -> u64,
+    ) -> bool {
+        if self.kind() != UNREGISTERED {
+            return false;
+        }
+        let tick = scope(&self.shard.common.clock);
+        if tick >= self.low() {
+            return false;
+        }
+        self.set(UNREGISTERED, tick);
+        true
+    }
+
     /// Why the timer stopped, if it did.
     pub(crate) fn timer_stop_reason(&self) -> Option<StopReason> {
         self.shard.common.stop_reason()
@@ -838,12 +857,22 @@ pin_project! {
         #[pin]
         future: F,
         timeout: Timeout,
+        // Its deadline is an enclosing deadline scope's (see `deadline`).
+        inherited: bool,
     }
 }
 
 impl<F> WithTimeout<F> {
-    pub(crate) fn new(future: F, timeout: Timeout) -> WithTimeout<F> {
-        WithTimeout { future, timeout }
+    /// `future` bounded by `timeout`, or by the deadline scope it is made
+    /// in where that comes first.
+    #[inline]
+    pub(crate) fn new(future: F, mut timeout: Timeout) -> WithTimeout<F> {
+        let inherited = crate::deadline::clip(&mut timeout);
+        WithTimeout {
+            future,
+            timeout,
+            inherited,
+        }
     }
 
     /// The wrapped future.
@@ -903,6 +932,10 @@ impl<F> WithTimeout<F> {
     }
 
     /// The [`Timeout`] that bounds the future: reset it to move the deadline.
+    /// Inside a [deadline scope](crate::deadline) whose deadline came first,
+    /// the timeout holds that deadline; once taken here, the deadline is
+    /// the caller's own, and an [`Elapsed`] no longer says
+    /// [`is_inherited`](Elapsed::is_inherited).
     ///
     /// # Examples
     ///
@@ -920,6 +953,7 @@ impl<F> WithTimeout<F> {
     /// # }
     /// ```
     pub fn timeout_mut(&mut self) -> &mut Timeout {
+        self.inherited = false;
         &mut self.timeout
     }
 
@@ -955,6 +989,6 @@ impl<F: Future> Future for WithTimeout<F> {
         let timeout = this.timeout;
         Pin::new(&mut *timeout)
             .poll(cx)
-            .map(|()| Err(timeout.elapsed()))
+            .map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
     }
 }
