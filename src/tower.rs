@@ -149,6 +149,11 @@ impl<S> Layer<S> for TimeoutLayer {
 /// with an [`Error`] too ([`Error::is_stopped`]), not with `Elapsed`: no
 /// deadline passed.
 ///
+/// Inside a [deadline scope](crate::deadline) it keeps its own deadline:
+/// tower's [`Elapsed`] cannot say whether the scope's deadline or its own
+/// passed. Put a [`ScopeLayer`] outside it to bound a request by its
+/// deadline, or call [`Timer::timeout`] inside the scope.
+///
 /// # Examples
 ///
 /// ```
