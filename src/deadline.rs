@@ -56,7 +56,8 @@
 //! sleep cut short would tell its caller that the time it asked for had
 //! passed when it had not. `tower::TimeoutLayer` keeps its own too: it
 //! fails with tower's `Elapsed`, which cannot say which deadline passed
-//! (put a [`ScopeLayer`](crate::tower::ScopeLayer) outside it instead).
+//! (put a `hashwheel::tower::ScopeLayer`, feature `tower`, outside it
+//! instead).
 //! `tokio::time` knows nothing of scopes. Ask [`remaining`] for the time
 //! left, to size a sleep or a request's own deadline to it.
 //!
@@ -79,8 +80,10 @@
 //! without this module. Inside one, a timeout pays that read and a
 //! comparison of its deadline with the scope's (a clock reading only
 //! where the scope's clock is the other one). A scope is a timeout of its
-//! own, a clone of its [`Timer`], and two thread-local swaps per poll. See
-//! W10 in the repository's `BENCHMARKS.md` for the figures.
+//! own (registered at its first pending poll, and checked at each pending
+//! poll after, as [`Timer::timeout`]'s), and two thread-local swaps per
+//! poll of its future; it touches no reference count shared between
+//! threads. See W10 in the repository's `BENCHMARKS.md` for the figures.
 //!
 //! # Cancellation
 //!
@@ -99,8 +102,11 @@ use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
+use std::sync::Arc;
+
 use crate::clock::{Clock, Source};
 use crate::error::{Elapsed, Error};
+use crate::shard::Shard;
 use crate::timeout::Timeout;
 use crate::timer::Timer;
 
@@ -147,9 +153,10 @@ thread_local! {
     /// polling: what every timeout made reads (once, and nothing more when
     /// it is `None`).
     static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
-    /// That scope's timer, for [`current`]: moved in and out by the scope's
-    /// polls (no reference count touched), read by nothing else.
-    static TIMER: Cell<Option<Timer>> = const { Cell::new(None) };
+    /// That scope's own timeout, which it needs only once its future's poll
+    /// is over: moved here for the length of the poll (no reference count
+    /// touched), so that [`current`] finds the scope's timer in it.
+    static HELD: Cell<Option<Timeout>> = const { Cell::new(None) };
 }
 
 /// Moves `timeout`, just made and not yet polled, to the deadline of the
@@ -168,16 +175,17 @@ fn clip_to(timeout: &mut Timeout, active: Active) -> bool {
 }
 
 /// A scope's future being polled: the thread-locals hold its deadline (or
-/// an enclosing one's, if earlier) and its timer until this is dropped,
-/// which puts back what they held, on unwinding too.
+/// an enclosing one's, if earlier) and its own timeout until this is
+/// dropped, which puts back what they held, on unwinding too.
 struct Inside<'a> {
     prev: Option<Active>,
-    prev_timer: Option<Timer>,
-    timer: &'a mut Option<Timer>,
+    /// What [`HELD`] held, where the scope's timeout went in its place.
+    prev_held: Option<Option<Timeout>>,
+    timeout: &'a mut Option<Timeout>,
 }
 
 impl<'a> Inside<'a> {
-    fn enter(active: Active, timer: &'a mut Option<Timer>) -> Inside<'a> {
+    fn enter(active: Active, timeout: &'a mut Option<Timeout>) -> Inside<'a> {
         let prev = ACTIVE
             .try_with(|cell| {
                 let prev = cell.get();
@@ -186,14 +194,11 @@ impl<'a> Inside<'a> {
             })
             .ok()
             .flatten();
-        let prev_timer = TIMER
-            .try_with(|cell| cell.replace(timer.take()))
-            .ok()
-            .flatten();
+        let prev_held = HELD.try_with(|cell| cell.replace(timeout.take())).ok();
         Inside {
             prev,
-            prev_timer,
-            timer,
+            prev_held,
+            timeout,
         }
     }
 }
@@ -201,10 +206,9 @@ impl<'a> Inside<'a> {
 impl Drop for Inside<'_> {
     fn drop(&mut self) {
         let _ = ACTIVE.try_with(|cell| cell.set(self.prev));
-        let prev_timer = self.prev_timer.take();
-        if let Ok(ours) = TIMER.try_with(|cell| cell.replace(prev_timer)) {
-            if self.timer.is_none() {
-                *self.timer = ours;
+        if let Some(prev_held) = self.prev_held.take() {
+            if let Ok(ours) = HELD.try_with(|cell| cell.replace(prev_held)) {
+                *self.timeout = ours;
             }
         }
     }
@@ -214,14 +218,13 @@ impl Drop for Inside<'_> {
 struct Parts {
     timeout: Timeout,
     active: Active,
-    timer: Timer,
     inherited: bool,
 }
 
 impl Parts {
-    /// A scope bounded by `timeout` of `timer`, or by the scope it is made
-    /// in where that comes first; `carried` from another task's scope.
-    fn new(timer: &Timer, mut timeout: Timeout, carried: bool) -> Parts {
+    /// A scope bounded by `timeout`, or by the scope it is made in where
+    /// that comes first; `carried` from another task's scope.
+    fn new(mut timeout: Timeout, carried: bool) -> Parts {
         let inherited = clip(&mut timeout) || carried;
         let active = Active {
             at: timeout.deadline(),
@@ -230,7 +233,6 @@ impl Parts {
         Parts {
             timeout,
             active,
-            timer: timer.clone(),
             inherited,
         }
     }
@@ -238,9 +240,8 @@ impl Parts {
     fn scope<F>(self, future: F) -> Scope<F> {
         Scope {
             future,
-            timeout: self.timeout,
+            timeout: Some(self.timeout),
             active: self.active,
-            timer: Some(self.timer),
             inherited: self.inherited,
         }
     }
@@ -250,16 +251,15 @@ impl Parts {
     /// is polled).
     #[cfg(feature = "tower")]
     fn scope_with<F>(self, make: impl FnOnce() -> F) -> Scope<F> {
-        let mut timer = Some(self.timer);
+        let mut timeout = Some(self.timeout);
         let future = {
-            let _inside = Inside::enter(self.active, &mut timer);
+            let _inside = Inside::enter(self.active, &mut timeout);
             make()
         };
         Scope {
             future,
-            timeout: self.timeout,
+            timeout,
             active: self.active,
-            timer,
             inherited: self.inherited,
         }
     }
@@ -274,7 +274,7 @@ pub(crate) fn try_scope_with<F>(
     make: impl FnOnce() -> F,
 ) -> Result<Scope<F>, Error> {
     let timeout = timer.try_sleep(delay)?;
-    Ok(Parts::new(timer, timeout, false).scope_with(make))
+    Ok(Parts::new(timeout, false).scope_with(make))
 }
 
 #[track_caller]
@@ -318,10 +318,10 @@ pin_project! {
     pub struct Scope<F> {
         #[pin]
         future: F,
-        timeout: Timeout,
+        // Its deadline; in `HELD` while its future is polled (`None` here
+        // then, and only then).
+        timeout: Option<Timeout>,
         active: Active,
-        // Its timer, moved into `TIMER` while its future is polled.
-        timer: Option<Timer>,
         inherited: bool,
     }
 }
@@ -435,13 +435,18 @@ impl<F: Future> Future for Scope<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let polled = {
-            let _inside = Inside::enter(*this.active, this.timer);
+            let _inside = Inside::enter(*this.active, this.timeout);
             this.future.poll(cx)
         };
         if let Poll::Ready(output) = polled {
             return Poll::Ready(Ok(output));
         }
-        let timeout = this.timeout;
+        let Some(timeout) = this.timeout.as_mut() else {
+            // Only where the thread's locals were torn down during the
+            // poll (a scope polled by a thread-local's destructor): its
+            // deadline went with them.
+            return Poll::Ready(Err(Elapsed::deadline()));
+        };
         Pin::new(&mut *timeout)
             .poll(cx)
             .map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
@@ -453,7 +458,6 @@ impl<F> fmt::Debug for Scope<F> {
         f.debug_struct("Scope")
             .field("deadline", &self.active.at)
             .field("inherited", &self.inherited)
-            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
@@ -462,6 +466,8 @@ impl<F> fmt::Debug for Scope<F> {
 /// [`current`] returns it, [`Deadline::scope`] runs a future under it.
 ///
 /// `Clone`, `Send` and `Sync`; it holds a handle to the scope's timer.
+/// Made in a task, carried to another, it makes its scopes on the timer's
+/// shard of the thread it was read on.
 ///
 /// # Examples
 ///
@@ -487,7 +493,7 @@ impl<F> fmt::Debug for Scope<F> {
 #[derive(Clone)]
 pub struct Deadline {
     active: Active,
-    timer: Timer,
+    shard: Arc<Shard>,
 }
 
 impl Deadline {
@@ -595,12 +601,15 @@ impl Deadline {
     /// # }
     /// ```
     pub fn try_scope<F: IntoFuture>(&self, fut: F) -> Result<Scope<F::IntoFuture>, Error> {
-        let timeout = if self.timer.shared.common.clock.source() == self.active.source {
-            self.timer.try_sleep_until(self.active.at)?
+        let common = &self.shard.common;
+        let tick = self.active.tick_on(&common.clock);
+        let due = if common.clock.source() == self.active.source {
+            self.active.at <= common.now()
         } else {
-            self.timer.try_sleep(self.active.remaining())?
+            self.active.remaining().is_zero()
         };
-        Ok(Parts::new(&self.timer, timeout, true).scope(fut.into_future()))
+        let timeout = Timeout::on_shard(&self.shard, tick, due)?;
+        Ok(Parts::new(timeout, true).scope(fut.into_future()))
     }
 }
 
@@ -632,16 +641,16 @@ impl fmt::Debug for Deadline {
 /// ```
 pub fn current() -> Option<Deadline> {
     let active = ACTIVE.try_with(Cell::get).ok().flatten()?;
-    let timer = TIMER
+    let shard = HELD
         .try_with(|cell| {
-            let timer = cell.take();
-            let copy = timer.clone();
-            cell.set(timer);
-            copy
+            let held = cell.take();
+            let shard = held.as_ref().map(|timeout| timeout.shard().clone());
+            cell.set(held);
+            shard
         })
         .ok()
         .flatten()?;
-    Some(Deadline { active, timer })
+    Some(Deadline { active, shard })
 }
 
 /// The time left to the scope whose future is being polled on this thread
@@ -711,7 +720,9 @@ pub fn remaining() -> Option<Duration> {
 #[cfg(feature = "tokio")]
 #[track_caller]
 pub fn scope<F: IntoFuture>(duration: Duration, future: F) -> Scope<F::IntoFuture> {
-    Timer::current().scope(duration, future)
+    let future = future.into_future();
+    let timeout = unwrap(crate::time::with_current(|timer| timer.try_sleep(duration)));
+    Parts::new(timeout, false).scope(future)
 }
 
 /// Runs `future` in a deadline scope that ends at `deadline`, on the
@@ -738,7 +749,11 @@ pub fn scope<F: IntoFuture>(duration: Duration, future: F) -> Scope<F::IntoFutur
 #[cfg(feature = "tokio")]
 #[track_caller]
 pub fn scope_at<F: IntoFuture>(deadline: tokio::time::Instant, future: F) -> Scope<F::IntoFuture> {
-    Timer::current().scope_at(deadline, future)
+    let future = future.into_future();
+    let timeout = unwrap(crate::time::with_current(|timer| {
+        timer.try_sleep_until(deadline)
+    }));
+    Parts::new(timeout, false).scope(future)
 }
 
 impl Timer {
@@ -832,7 +847,7 @@ impl Timer {
         fut: F,
     ) -> Result<Scope<F::IntoFuture>, Error> {
         let timeout = self.try_sleep(delay)?;
-        Ok(Parts::new(self, timeout, false).scope(fut.into_future()))
+        Ok(Parts::new(timeout, false).scope(fut.into_future()))
     }
 
     /// Like [`scope_at`](Timer::scope_at), but returns an error instead of
@@ -862,6 +877,6 @@ impl Timer {
         fut: F,
     ) -> Result<Scope<F::IntoFuture>, Error> {
         let timeout = self.try_sleep_until(deadline)?;
-        Ok(Parts::new(self, timeout, false).scope(fut.into_future()))
+        Ok(Parts::new(timeout, false).scope(fut.into_future()))
     }
 }

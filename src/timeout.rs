@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
-use crate::error::{Elapsed, StopReason};
+use crate::error::{Elapsed, Error, StopReason};
 use crate::shard::{wake_all, AtomicCounts, Shard};
 use crate::wheel::raw::{Key, State, NEVER};
 
@@ -113,6 +113,28 @@ impl Timeout {
             shard,
             word: UNREGISTERED | tick.min(NEVER),
         }
+    }
+
+    /// A timeout at `tick` on `shard`; `due` if its deadline is not after
+    /// the instant it is created: it then completes on its first poll and
+    /// never registers (zero delays and past deadlines cost no trip
+    /// through the driver).
+    #[inline]
+    pub(crate) fn on_shard(shard: &Arc<Shard>, tick: u64, due: bool) -> Result<Timeout, Error> {
+        if due && Timeout::can_fire_at_creation(tick) {
+            if let Some(reason) = shard.common.stop_reason() {
+                return Err(Error::stopped(reason));
+            }
+            AtomicCounts::add(&shard.unlocked.fired);
+            return Ok(Timeout::fired(shard.clone(), tick));
+        }
+        shard.acquire()?;
+        Ok(Timeout::new(shard.clone(), tick))
+    }
+
+    /// Its shard.
+    pub(crate) fn shard(&self) -> &Arc<Shard> {
+        &self.shard
     }
 
     /// Whether a timeout due at creation at `tick` can be made by
