@@ -110,11 +110,17 @@ use crate::shard::Shard;
 use crate::timeout::Timeout;
 use crate::timer::Timer;
 
-/// A scope's deadline: an instant of the clock it was read on.
+/// A scope's deadline: an instant of the clock it was read on, and the
+/// tick of that instant on the timer's clock it was made on.
 #[derive(Debug, Clone, Copy)]
 struct Active {
     at: Instant,
     source: Source,
+    /// The address of that timer's clock, only ever compared: the scope
+    /// holds its timeout, and so the clock, while its deadline is in
+    /// [`ACTIVE`] or in a [`Deadline`].
+    clock: usize,
+    tick: u64,
 }
 
 impl Active {
@@ -123,10 +129,14 @@ impl Active {
         self.at.saturating_duration_since(self.source.now())
     }
 
-    /// The deadline in the ticks of `clock`: the instant itself on the same
-    /// clock, the time left from now on another.
+    /// The deadline in the ticks of `clock`: its own tick on its own timer's
+    /// clock, the instant's on another timer's of the same clock, the time
+    /// left from now on the other clock.
+    #[inline]
     fn tick_on(self, clock: &Clock) -> u64 {
-        if clock.source() == self.source {
+        if clock as *const Clock as usize == self.clock {
+            self.tick
+        } else if clock.source() == self.source {
             clock.tick_of(self.at)
         } else {
             clock.tick_after(self.remaining())
@@ -226,9 +236,12 @@ impl Parts {
     /// that comes first; `carried` from another task's scope.
     fn new(mut timeout: Timeout, carried: bool) -> Parts {
         let inherited = clip(&mut timeout) || carried;
+        let clock = timeout.clock();
         let active = Active {
             at: timeout.deadline(),
-            source: timeout.clock().source(),
+            source: clock.source(),
+            clock: clock as *const Clock as usize,
+            tick: timeout.unpolled_tick(),
         };
         Parts {
             timeout,

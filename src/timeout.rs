@@ -132,6 +132,12 @@ impl Timeout {
         Ok(Timeout::new(shard.clone(), tick))
     }
 
+    /// The deadline tick of a timeout just made (not yet polled).
+    pub(crate) fn unpolled_tick(&self) -> u64 {
+        debug_assert!(matches!(self.kind(), UNREGISTERED | FIRED));
+        self.low() & !UNPOLLED
+    }
+
     /// Its shard.
     pub(crate) fn shard(&self) -> &Arc<Shard> {
         &self.shard
