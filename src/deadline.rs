@@ -97,12 +97,11 @@ use std::cell::Cell;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
-
-use std::sync::Arc;
 
 use crate::clock::{Clock, Source};
 use crate::error::{Elapsed, Error};
@@ -478,9 +477,8 @@ impl<F> fmt::Debug for Scope<F> {
 /// The deadline of the scope being polled, to carry into a spawned task:
 /// [`current`] returns it, [`Deadline::scope`] runs a future under it.
 ///
-/// `Clone`, `Send` and `Sync`; it holds a handle to the scope's timer.
-/// Made in a task, carried to another, it makes its scopes on the timer's
-/// shard of the thread it was read on.
+/// `Clone`, `Send` and `Sync`; it keeps the scope's timer alive (its
+/// shard of the thread the scope was made on, where it makes its scopes).
 ///
 /// # Examples
 ///

@@ -451,6 +451,10 @@ async fn sleeps_and_intervals_keep_their_own_deadline_inside_a_scope() {
 #[tokio::test(start_paused = true)]
 async fn the_tower_scope_layer_runs_each_request_in_a_scope() {
     use tower::{service_fn, BoxError, Layer, ServiceExt};
+    fn send_sync_debug<T: Send + Sync + std::fmt::Debug>() {}
+    send_sync_debug::<hashwheel::tower::ScopeLayer>();
+    send_sync_debug::<hashwheel::tower::ScopeService<()>>();
+    send_sync_debug::<hashwheel::tower::ScopeFuture<std::future::Ready<Result<(), BoxError>>>>();
     let timer = Timer::new();
     let layer = hashwheel::tower::ScopeLayer::new(timer.clone(), ms(200));
     let svc = layer.layer(service_fn(|()| {

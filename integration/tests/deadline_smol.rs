@@ -35,9 +35,9 @@ fn a_scope_on_smol_clips_and_is_carried_across_spawn() {
             .scope(ms(30), async {
                 let carried = deadline::current().expect("inside");
                 let t = timer.clone();
-                let carried = smol::spawn(carried.scope(async move {
-                    t.timeout(far, pending::<()>()).await
-                }));
+                let carried = smol::spawn(
+                    carried.scope(async move { t.timeout(far, pending::<()>()).await }),
+                );
                 let plain = smol::spawn(async { deadline::remaining() });
                 (carried, plain)
             })
