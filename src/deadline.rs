@@ -45,8 +45,11 @@
 //! holds. A task spawned from inside is not inside (its polls are the
 //! runtime's, not the scope's), as tokio's task-locals do not cross
 //! `spawn` either: carry the deadline across with [`current`] and
-//! [`Deadline::scope`]. A timeout made outside and awaited inside keeps its
-//! own deadline; the scope still ends at its own.
+//! [`Deadline::scope`]. (What the scope's future polls itself is inside:
+//! its `join!`s and `select!`s, and also the tasks of a `LocalSet` it runs
+//! with `run_until`, or a `block_on` nested in it.) A timeout made outside
+//! and awaited inside keeps its own deadline; the scope still ends at its
+//! own.
 //!
 //! What keeps its own deadline inside a scope: sleeps and intervals
 //! ([`Timer::sleep`], [`hashwheel::time::sleep`](crate::time::sleep),
