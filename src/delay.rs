@@ -267,6 +267,16 @@ fn build() -> Timer {
 ///
 /// It is `Unpin`, `Send` and `Sync`; dropping it cancels it.
 ///
+/// # Inside a deadline scope
+///
+/// A `Delay` keeps its own deadline inside a
+/// [deadline scope](crate::deadline): it is a sleep, not a timeout, and
+/// completes with `()`, so no error could say that the scope's deadline,
+/// not the delay asked for, ended it, and one cut short would tell its
+/// caller that its time had passed when it had not. The scope itself ends
+/// at its deadline and drops the `Delay` (cancelling it); to size a delay
+/// to the time left, ask [`deadline::remaining`](crate::deadline::remaining).
+///
 /// # fork
 ///
 /// After `fork()` only the forking thread lives on in the child: the

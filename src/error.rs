@@ -220,19 +220,68 @@ impl std::error::Error for Error {}
 pub struct Elapsed {
     /// `None` for a deadline that passed.
     stopped: Option<StopReason>,
+    /// The deadline that passed was a deadline scope's, not the call's own
+    /// (see [`is_inherited`](Elapsed::is_inherited)).
+    inherited: bool,
 }
 
 impl Elapsed {
     /// The deadline passed.
     pub(crate) fn deadline() -> Elapsed {
-        Elapsed { stopped: None }
+        Elapsed {
+            stopped: None,
+            inherited: false,
+        }
     }
 
     /// The timer stopped before the deadline.
     pub(crate) fn timer_stopped(reason: StopReason) -> Elapsed {
         Elapsed {
             stopped: Some(reason),
+            inherited: false,
         }
+    }
+
+    /// This error, saying that the deadline that passed was a deadline
+    /// scope's where `inherited` (a timer that stopped stays that).
+    #[inline]
+    pub(crate) fn inherited_if(self, inherited: bool) -> Elapsed {
+        Elapsed {
+            inherited: inherited && self.stopped.is_none(),
+            ..self
+        }
+    }
+
+    /// Whether the deadline that passed was inherited from a
+    /// [deadline scope](crate::deadline) (the time left to the request)
+    /// rather than the call's own: a timeout made inside a scope whose
+    /// deadline came first ends at the scope's deadline with this `true`,
+    /// so a handler can tell "the cache was slow" (`false`) from "the
+    /// request ran out" (`true`). A scope's own error has it `true` where
+    /// an enclosing scope's deadline came first, or where the scope was
+    /// carried into a spawned task ([`Deadline::scope`](crate::deadline::Deadline::scope)).
+    /// Always `false` where the [timer stopped](Elapsed::is_timer_stopped).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::time::{timeout, Duration};
+    ///
+    /// let request = hashwheel::deadline::scope(Duration::from_millis(200), async {
+    ///     // The cache's own 50 ms: its own deadline.
+    ///     let cache = timeout(Duration::from_millis(50), std::future::pending::<()>()).await;
+    ///     assert!(!cache.unwrap_err().is_inherited());
+    ///     // The downstream call's 1 s, cut to the 150 ms left.
+    ///     let call = timeout(Duration::from_secs(1), std::future::pending::<()>()).await;
+    ///     assert!(call.unwrap_err().is_inherited());
+    /// });
+    /// request.await.unwrap();
+    /// # }
+    /// ```
+    pub fn is_inherited(&self) -> bool {
+        self.inherited
     }
 
     /// Whether the timer stopped before the deadline, rather than the
@@ -269,6 +318,7 @@ impl Elapsed {
 impl fmt::Display for Elapsed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.stopped {
+            None if self.inherited => f.write_str("deadline of the enclosing scope has elapsed"),
             None => f.write_str("deadline has elapsed"),
             Some(reason) => write!(f, "timer stopped before the deadline{}", reason.cause()),
         }

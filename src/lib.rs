@@ -88,6 +88,7 @@ cfg_timer! {
     mod timer;
 
     pub use engine::executor::TaskExecutor;
+    pub use timer::deadline;
     pub use error::{Elapsed, Error};
     pub use stats::{Lateness, Stats};
     pub use timer::interval::{Interval, MissedTickBehavior};

@@ -162,7 +162,7 @@ thread_local! {
 /// code: it may run while the cache is borrowed.
 #[track_caller]
 #[inline]
-fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
+pub(crate) fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
     let handle = match Handle::try_current() {
         Ok(handle) => handle,
         Err(err) => panic!("{err}"),
@@ -392,6 +392,10 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// As tokio's, the duration is not capped at 30 years (unlike [`sleep`]'s):
 /// the deadline is now plus `duration`, and a duration too long to add to
 /// now (`Duration::MAX`) never elapses.
+///
+/// Made inside a [deadline scope](crate::deadline), it ends by the scope's
+/// deadline at the latest, with [`Elapsed::is_inherited`](error::Elapsed::is_inherited)
+/// `true` if that came first ([`timeout_at`] too).
 ///
 /// # Panics
 ///

@@ -9,6 +9,9 @@
 //! for one) catch them unchanged; but each deadline is one O(1) wheel entry
 //! instead of a boxed `tokio::time::Sleep`.
 //!
+//! [`ScopeLayer`] runs each request in a [deadline scope](crate::deadline)
+//! instead: the timeouts the request makes inherit its deadline.
+//!
 //! Enabled by the `tower` feature.
 //!
 //! # Examples
@@ -47,6 +50,10 @@ use pin_project_lite::pin_project;
 
 use crate::error::Error;
 use crate::timer::Timer;
+
+mod scope;
+
+pub use scope::{ScopeFuture, ScopeLayer, ScopeService};
 
 /// A [`Layer`] that wraps services in [`Timeout`]: requests fail with
 /// tower's [`Elapsed`] after a deadline.
@@ -141,6 +148,11 @@ impl<S> Layer<S> for TimeoutLayer {
 /// shedding). If the timer stops while a request runs, the request fails
 /// with an [`Error`] too ([`Error::is_stopped`]), not with `Elapsed`: no
 /// deadline passed.
+///
+/// Inside a [deadline scope](crate::deadline) it keeps its own deadline:
+/// tower's [`Elapsed`] cannot say whether the scope's deadline or its own
+/// passed. Put a [`ScopeLayer`] outside it to bound a request by its
+/// deadline, or call [`Timer::timeout`] inside the scope.
 ///
 /// # Examples
 ///

@@ -99,17 +99,37 @@ struct Model {
 }
 
 impl Model {
-    /// The deadline the queue keeps for `asked`: rounded up to the tick
-    /// from its creation; past 2^62 ticks (18 million years), never.
-    fn due(&self, asked: Option<Instant>) -> Option<Instant> {
-        let since = asked?.saturating_duration_since(self.start);
-        let ticks = since.as_nanos().div_ceil(TICK.as_nanos());
+    /// The deadline the queue keeps for `asked`, set at `now`: rounded up
+    /// to the tick from its creation; where `asked` is not after `now` (a
+    /// zero delay, a deadline past), no later than the tick that has begun,
+    /// so that it comes out at once; past 2^62 ticks (18 million years),
+    /// never.
+    fn due(&self, asked: Option<Instant>, now: Instant) -> Option<Instant> {
+        let asked = asked?;
+        let ticks_of = |at: Instant, up: bool| {
+            let since = at.saturating_duration_since(self.start).as_nanos();
+            if up {
+                since.div_ceil(TICK.as_nanos())
+            } else {
+                since / TICK.as_nanos()
+            }
+        };
+        let mut ticks = ticks_of(asked, true);
+        if asked <= now {
+            ticks = ticks.min(ticks_of(now, false));
+        }
         if ticks > (1 << 62) - 3 {
             return None;
         }
         let nanos = ticks * TICK.as_nanos();
         let secs = (nanos / 1_000_000_000) as u64;
         Some(self.start + Duration::new(secs, (nanos % 1_000_000_000) as u32))
+    }
+
+    /// The deadline a delay of `delay` from `now` asks: capped about 30
+    /// years out, as `Timer::sleep`'s.
+    fn after(now: Instant, delay: Duration) -> Option<Instant> {
+        now.checked_add(delay.min(Duration::from_secs(86_400 * 365 * 30)))
     }
 
     fn pick(&self, r: u64) -> Option<u64> {
@@ -224,12 +244,12 @@ impl Model {
                 let delay = rng.delay();
                 self.next_value += 1;
                 let value = self.next_value;
-                let asked = now.checked_add(delay);
+                let asked = Self::after(now, delay);
                 let key = self.queue.insert(value, delay);
                 let _ = write!(self.log, "insert({value}, {delay:?}); ");
                 let item = Item {
                     set_at: now,
-                    due: self.due(asked),
+                    due: self.due(asked, now),
                 };
                 self.items.insert(value, (key, item));
             }
@@ -240,7 +260,7 @@ impl Model {
                 let asked = now.checked_sub(ago).unwrap_or(now);
                 let key = self.queue.insert_at(value, asked);
                 let _ = write!(self.log, "insert_at({value}, now - {ago:?}); ");
-                let due = self.due(Some(asked));
+                let due = self.due(Some(asked), now);
                 let item = Item { set_at: now, due };
                 self.items.insert(value, (key, item));
             }
@@ -286,12 +306,12 @@ impl Model {
                     let delay = rng.delay();
                     self.queue.reset(&key, delay);
                     (
-                        now.checked_add(delay),
+                        Self::after(now, delay),
                         format!("reset({value}, {delay:?}); "),
                     )
                 };
                 self.log.push_str(&label);
-                let due = self.due(asked);
+                let due = self.due(asked, now);
                 let item = &mut self.items.get_mut(&value).unwrap().1;
                 item.set_at = now;
                 item.due = due;

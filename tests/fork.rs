@@ -566,6 +566,57 @@ fn a_childs_intervals_never_wait_for_a_lock_its_parent_held() {
     assert!(!timer.is_stopped());
 }
 
+/// The child polls and drops the deadline scopes it inherited (each
+/// scope's deadline and a call inside it registered on a thread-driven
+/// `Timer`) while a thread of its parent held their shard's lock (for
+/// ever, in the child): none of it waits for the lock, and the thread is
+/// outside any scope there. A scope on a timer built in the child ends the
+/// call inside it at its deadline, never early, naming it; the parent's
+/// scopes end theirs at their deadline.
+#[test]
+fn a_childs_deadline_scopes_never_wait_for_a_lock_its_parent_held() {
+    use std::future::pending;
+    let _one_at_a_time = pausing();
+    let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
+    let far = Duration::from_secs(3_600);
+    let deadline = Instant::now() + ms(30);
+    let mut inherited: Vec<_> = (0..2)
+        .map(|_| Box::pin(timer.scope(ms(30), async { timer.timeout(far, pending::<()>()).await })))
+        .collect();
+    for scope in &mut inherited {
+        assert!(poll_once(scope).is_pending());
+    }
+    let holder = hold_the_lock(&timer);
+    wait_for(&PAUSED);
+    let result = fork(
+        || {
+            let mut polled = inherited.pop().unwrap();
+            let _ = poll_once(&mut polled);
+            drop(polled);
+            inherited.clear();
+            if hashwheel::deadline::remaining().is_some() {
+                return false;
+            }
+            let Ok(own) = Timer::builder().driver_thread().build() else {
+                return false;
+            };
+            let begun = Instant::now();
+            let call =
+                block_on(own.scope(ms(5), async { own.timeout(far, pending::<()>()).await }));
+            let took = begun.elapsed();
+            matches!(call, Ok(Err(e)) if e.is_inherited()) && took >= ms(5) && took < LIMIT
+        },
+        || RESUME.store(true, Ordering::SeqCst),
+    );
+    let _keep = joined(holder);
+    result.unwrap();
+    for scope in inherited {
+        let call = block_on(scope).expect("the call ends with its scope");
+        assert!(call.unwrap_err().is_inherited());
+    }
+    assert!(Instant::now() >= deadline, "never early");
+}
+
 /// What a child does to the thread-driven `Timer` it inherited that would
 /// set the timerfd it shares with its parent: an insert earlier than the
 /// alarm arms it, then a stop shuts it.
@@ -664,7 +715,7 @@ impl tracing::Subscriber for PauseInStart {
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
         let meta = event.metadata();
-        let starting = meta.module_path() == Some("hashwheel::thread_driver")
+        let starting = meta.module_path() == Some("hashwheel::engine::driver::thread")
             && *meta.level() == tracing::Level::DEBUG
             && thread::current().name() != Some("hashwheel-timer");
         // Atomics only: the child must not find anything of ours held.

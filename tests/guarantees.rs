@@ -24,7 +24,8 @@
 //! [`spawn_runtime_gone`], [`last_handle_dropped`], [`panics_contained`],
 //! [`paused_clock`], [`interval_ticks`], [`interval_lifecycle`],
 //! [`catch_up_in_order`], [`coop`] (tokio's cooperative budget, on every
-//! row where tokio is present). Every cell runs under a watchdog
+//! row where tokio is present), [`contended`], [`deadline_scope`] and
+//! [`deadline_scope_lifecycle`] (issue 46). Every cell runs under a watchdog
 //! ([`cell`]): a cell that hangs fails rather than stalling the run
 //! ("nothing hangs"). Fork is
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
@@ -1432,6 +1433,176 @@ fn coop<W: Way>() {
     }
 }
 
+/// Deadline scopes (issue 46): a far timeout made inside a scope ends at
+/// the scope's deadline, never early and (generously) not late, saying it
+/// inherited it; nested, the inner scope's call ends at the inner deadline
+/// and the outer's at the outer; a call shorter than the time left keeps
+/// its own deadline; a scope dropped mid-way cancels its deadline and its
+/// call at once (never woken after); nothing is left pending once a scope
+/// ends. On `delay` and `async_io`, sleeps that keep their own deadline
+/// inside a scope, a scope on a thread-driven timer ends first and drops
+/// the sleep.
+fn deadline_scope<W: Way>() {
+    use std::future::pending;
+    let way = W::start();
+    let way = &way;
+    let far = Duration::from_secs(3600);
+    #[cfg(feature = "thread")]
+    if !has_timer::<W>() {
+        let timer = Timer::builder().driver_thread().build().unwrap();
+        way.block_on(async {
+            let start = way.now();
+            let res = timer.scope(W::SHORT, way.sleep(W::SHORT * 4)).await;
+            let took = way.now() - start;
+            assert!(!res.unwrap_err().is_inherited(), "{}", W::NAME);
+            assert!(took >= W::SHORT, "{}: early, {took:?}", W::NAME);
+            assert!(took < W::SHORT * 4, "{}: the sleep ran on", W::NAME);
+        });
+        assert_eq!(timer.pending(), 0, "{}", W::NAME);
+        return;
+    }
+    let timer = way.timer();
+    let timer = &timer;
+    let before = timer.pending();
+    way.block_on(async {
+        // A far call, cut to the scope's deadline.
+        let start = way.now();
+        let (call, took) = timer
+            .scope(W::SHORT, async {
+                let call = timer.timeout(far, pending::<()>()).await;
+                (call, way.now() - start)
+            })
+            .await
+            .expect("the call ends with its scope");
+        assert!(call.unwrap_err().is_inherited(), "{}", W::NAME);
+        assert!(took >= W::SHORT, "{}: early, {took:?}", W::NAME);
+        assert!(took <= W::SHORT + W::LATE, "{}: {took:?}", W::NAME);
+
+        // Nested: the inner call at the inner deadline, the outer at the outer.
+        let start = way.now();
+        let outer = timer.scope(W::SHORT * 3, async {
+            let inner = timer
+                .scope(W::SHORT, async {
+                    timer.timeout(far, pending::<()>()).await
+                })
+                .await;
+            let inner_took = way.now() - start;
+            let call = timer.timeout(far, pending::<()>()).await;
+            (inner, inner_took, call, way.now() - start)
+        });
+        let (inner, inner_took, call, took) = outer.await.expect("the call ends with its scope");
+        let inner = inner.expect("the inner call ends with its scope");
+        assert!(inner.unwrap_err().is_inherited(), "{}", W::NAME);
+        assert!(inner_took >= W::SHORT, "{}: early, {inner_took:?}", W::NAME);
+        assert!(
+            inner_took <= W::SHORT + W::LATE,
+            "{}: {inner_took:?}",
+            W::NAME
+        );
+        assert!(call.unwrap_err().is_inherited(), "{}", W::NAME);
+        assert!(took >= W::SHORT * 3, "{}: early, {took:?}", W::NAME);
+        assert!(took <= W::SHORT * 3 + W::LATE, "{}: {took:?}", W::NAME);
+
+        // Shorter than the time left: its own deadline.
+        let start = way.now();
+        let call = timer
+            .scope(far, async {
+                timer.timeout(W::SHORT, pending::<()>()).await
+            })
+            .await
+            .unwrap();
+        let took = way.now() - start;
+        assert!(!call.unwrap_err().is_inherited(), "{}", W::NAME);
+        assert!(took >= W::SHORT, "{}: early, {took:?}", W::NAME);
+
+        // Dropped mid-way: cancelled at once, never woken.
+        let (counter, waker) = counting_waker();
+        let mut scope = Box::pin(timer.scope(W::SHORT, async {
+            timer.timeout(far, pending::<()>()).await
+        }));
+        assert!(poll(&mut scope, &waker).is_pending());
+        assert_eq!(
+            timer.pending(),
+            before + 2,
+            "{}: the scope's and its call's",
+            W::NAME
+        );
+        drop(scope);
+        assert_eq!(timer.pending(), before, "{}: at once", W::NAME);
+        way.pass(W::SHORT + ms(10)).await;
+        assert_eq!(wakes(&counter), 0, "{}: woken after its drop", W::NAME);
+    });
+    assert_eq!(timer.pending(), before, "{}: nothing left", W::NAME);
+}
+
+/// Deadline scopes through the events: `stop()` ends a scope and the call
+/// inside it at once, saying the timer stopped (not a deadline that
+/// passed, not inherited), and refuses new scopes; the shutdown of the
+/// runtime that runs a timer's driver does the same to its scopes (polled
+/// afterwards, on no runtime), and a thread-driven timer built inside the
+/// runtime goes on: its scope still ends the call inside it at its
+/// deadline.
+fn deadline_scope_lifecycle<W: Way>() {
+    use std::future::pending;
+    let far = Duration::from_secs(3600);
+    let way = W::start();
+    let timer = way.timer();
+    way.block_on(async {
+        let (counter, waker) = counting_waker();
+        let mut scope = Box::pin(timer.scope(Duration::from_secs(60), async {
+            timer.timeout(far, pending::<()>()).await
+        }));
+        assert!(poll(&mut scope, &waker).is_pending());
+        timer.stop();
+        assert!(wakes(&counter) >= 1, "{}: woken by stop", W::NAME);
+        match poll(&mut scope, &waker) {
+            Poll::Ready(Ok(call)) => {
+                let err = call.unwrap_err();
+                assert!(err.is_timer_stopped() && !err.is_inherited(), "{}", W::NAME);
+            }
+            other => panic!("{}: {other:?}", W::NAME),
+        }
+        drop(scope);
+        assert!(timer.try_scope(ms(1), async {}).unwrap_err().is_stopped());
+        assert_eq!(timer.pending(), 0, "{}", W::NAME);
+    });
+    drop((timer, way));
+
+    let mut way = W::start();
+    let rt = tokio_runtime();
+    let timer = runtime_timer(&way, &rt);
+    let (counter, waker) = counting_waker();
+    let mut scope = Box::pin(timer.scope(Duration::from_secs(60), async {
+        timer.timeout(far, pending::<()>()).await
+    }));
+    way.block_on(async { assert!(poll(&mut scope, &waker).is_pending()) });
+    way.drop_runtime();
+    drop(rt);
+    match W::KIND {
+        Kind::Runtime => {
+            assert!(wakes(&counter) >= 1, "{}: woken", W::NAME);
+            let call = futures::executor::block_on(scope).expect("the call ends first");
+            let err = call.unwrap_err();
+            assert!(err.is_timer_stopped() && !err.is_inherited(), "{}", W::NAME);
+            assert!(err.to_string().contains("runtime"), "{err}");
+            assert_eq!(timer.pending(), 0);
+        }
+        Kind::Thread => {
+            assert!(!timer.is_stopped());
+            drop(scope);
+            assert_eq!(timer.pending(), 0);
+            let start = Instant::now();
+            let call = futures::executor::block_on(
+                timer.scope(ms(2), async { timer.timeout(far, pending::<()>()).await }),
+            )
+            .expect("the call ends with its scope");
+            assert!(call.unwrap_err().is_inherited(), "{}", W::NAME);
+            assert!(start.elapsed() >= ms(2), "{}: early", W::NAME);
+            assert_eq!(timer.pending(), 0);
+        }
+    }
+}
+
 // ---- the table ----
 
 /// `matrix! { row: Way [columns] ... }`: a module per row, a `#[test]` per
@@ -1460,28 +1631,28 @@ matrix! {
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order, coop, contended,
+        catch_up_in_order, coop, contended, deadline_scope, deadline_scope_lifecycle,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick: super::CurrentThread<2_000> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order, coop, contended,
+        catch_up_in_order, coop, contended, deadline_scope, deadline_scope_lifecycle,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick_off_ms: super::CurrentThread<2_500, 300> [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order, coop, contended,
+        catch_up_in_order, coop, contended, deadline_scope, deadline_scope_lifecycle,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, interval_ticks, interval_lifecycle, catch_up_in_order,
-        coop, contended,
+        coop, contended, deadline_scope, deadline_scope_lifecycle,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::ThreadDriver [
@@ -1489,19 +1660,19 @@ matrix! {
         runtime_shutdown,
         #[cfg(feature = "tokio")] spawn_runtime_gone,
         last_handle_dropped, panics_contained, paused_clock, interval_ticks, interval_lifecycle,
-        catch_up_in_order, contended,
+        catch_up_in_order, contended, deadline_scope, deadline_scope_lifecycle,
         #[cfg(feature = "tokio")] coop,
     ]
     #[cfg(feature = "thread")]
     delay: super::DelayWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
-        panics_contained, paused_clock, catch_up_in_order,
+        panics_contained, paused_clock, catch_up_in_order, deadline_scope,
         #[cfg(feature = "tokio")] coop,
     ]
     #[cfg(feature = "thread")]
     async_io: super::AsyncIoWay [
         never_early, exactly_once, cancel_at_drop, runtime_shutdown,
-        panics_contained, paused_clock, catch_up_in_order,
+        panics_contained, paused_clock, catch_up_in_order, deadline_scope,
         #[cfg(feature = "tokio")] coop,
     ]
 }

@@ -5,7 +5,14 @@
 //! - a per-connection idle timeout, reset on every read (keep it above the
 //!   request timeout: it counts time without reads, even mid-request);
 //! - a per-request timeout through the tower layer
-//!   (`hashwheel::tower::TimeoutLayer`, or `tower::timeout::TimeoutLayer`).
+//!   (`hashwheel::tower::TimeoutLayer`, or `tower::timeout::TimeoutLayer`);
+//! - a deadline the client sends, `grpc-timeout` (gRPC's format: up to 8
+//!   digits and a unit, `H`, `M`, `S`, `m`, `u` or `n`: `100m` is 100 ms,
+//!   `5S` five seconds) or `x-request-deadline` (milliseconds): the
+//!   handler runs in a deadline scope (`hashwheel::deadline`), so the
+//!   timeouts it makes end by the client's deadline at the latest
+//!   (with `--timer tokio`, a `tokio::time::timeout` around the handler,
+//!   which its own timeouts know nothing of).
 //!
 //! The header-read timeout bounds the time to receive a request's whole
 //! head, however fast its bytes trickle in (hyper also runs it while a
@@ -13,7 +20,11 @@
 //! closes a connection that sends nothing for a while.
 //!
 //! Routes: `/` answers `hello`; `/sleep/MS` answers after MS milliseconds,
-//! or 504 once the request timeout passes.
+//! or 504 once the request timeout passes; `/downstream/MS` calls a
+//! "downstream service" that answers after MS milliseconds, under a
+//! timeout of its own of 1 s, and says what ended it (its answer, its own
+//! timeout, or the request's deadline: 504), with the time left when it
+//! started and how long it took.
 //!
 //! ```sh
 //! cargo run -p hashwheel-integration --example http_server                  # serve until Ctrl-C
@@ -67,6 +78,15 @@ impl Clock {
         match self {
             Clock::Wheel(timer) => Box::pin(timer.sleep(d)),
             Clock::Tokio => Box::pin(tokio::time::sleep(d)),
+        }
+    }
+
+    /// `fut` under a timeout of `d`; `Err(true)` where the request's
+    /// deadline (a scope's, inherited) ended it rather than `d`.
+    async fn timeout(&self, d: Duration, fut: impl Future<Output = ()>) -> Result<(), bool> {
+        match self {
+            Clock::Wheel(timer) => timer.timeout(d, fut).await.map_err(|e| e.is_inherited()),
+            Clock::Tokio => tokio::time::timeout(d, fut).await.map_err(|_| false),
         }
     }
 
@@ -264,9 +284,38 @@ fn parse_args() -> Result<Config, String> {
     })
 }
 
-/// The application: `/` and `/sleep/MS`.
+/// The application: `/`, `/sleep/MS` and `/downstream/MS`.
 async fn handle(clock: Clock, req: Request<Incoming>) -> Result<Response<Body>, BoxError> {
     let path = req.uri().path();
+    if let Some(ms) = path.strip_prefix("/downstream/") {
+        let ms: u64 = ms.parse()?;
+        // The downstream call's own timeout, as a client library sets it:
+        // inside a deadline scope it ends by the request's deadline.
+        let own = Duration::from_secs(1);
+        let left = hashwheel::deadline::remaining();
+        let start = tokio::time::Instant::now();
+        let res = clock
+            .timeout(own, clock.sleep(Duration::from_millis(ms)))
+            .await;
+        let took = start.elapsed();
+        let (status, what) = match res {
+            Ok(()) => (StatusCode::OK, "answered".to_string()),
+            Err(true) => (
+                StatusCode::GATEWAY_TIMEOUT,
+                "cut to the time left: the request's deadline passed".to_string(),
+            ),
+            Err(false) => (
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("its own {own:?} timeout passed"),
+            ),
+        };
+        let left = left.map_or("none".to_string(), |l| format!("{l:.1?}"));
+        let mut res = Response::new(Full::from(format!(
+            "downstream: own timeout {own:?}, time left {left}, takes {ms} ms: {what} after {took:.1?}\n"
+        )));
+        *res.status_mut() = status;
+        return Ok(res);
+    }
     if let Some(ms) = path.strip_prefix("/sleep/") {
         let ms: u64 = ms.parse()?;
         clock.sleep(Duration::from_millis(ms)).await;
@@ -294,9 +343,70 @@ fn service(config: &Config) -> Svc {
     }
 }
 
-/// Both layers fail late requests with tower's own `Elapsed`.
+/// Both layers fail late requests with tower's own `Elapsed`; a request's
+/// deadline scope with hashwheel's, and `tokio::time::timeout` with
+/// tokio's.
 fn timed_out(err: &BoxError) -> bool {
     err.is::<tower::timeout::error::Elapsed>()
+        || err.is::<hashwheel::Elapsed>()
+        || err.is::<tokio::time::error::Elapsed>()
+}
+
+/// The deadline a request carries: `grpc-timeout` (gRPC's format) or
+/// `x-request-deadline` (milliseconds); `None` if neither, or unreadable.
+fn request_deadline<B>(req: &Request<B>) -> Option<Duration> {
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    if let Some(value) = header("grpc-timeout") {
+        return parse_grpc_timeout(value);
+    }
+    let ms: u64 = header("x-request-deadline")?.trim().parse().ok()?;
+    Some(Duration::from_millis(ms))
+}
+
+/// gRPC's `TimeoutValue TimeoutUnit`: 1 to 8 ASCII digits, then `H`
+/// (hours), `M` (minutes), `S` (seconds), `m` (milliseconds), `u`
+/// (microseconds) or `n` (nanoseconds).
+fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_ascii() || value.len() < 2 {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len() - 1);
+    if digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// The request through `svc`, in a deadline scope of the deadline it
+/// carries, if any: hashwheel's (its handler's timeouts inherit it), or
+/// with `--timer tokio` a `tokio::time::timeout` around it.
+async fn with_deadline(
+    clock: &Clock,
+    svc: Svc,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, BoxError> {
+    let Some(deadline) = request_deadline(&req) else {
+        return svc.oneshot(req).await;
+    };
+    match clock {
+        Clock::Wheel(timer) => match timer.try_scope(deadline, svc.oneshot(req)) {
+            Ok(scope) => scope.await.unwrap_or_else(|elapsed| Err(Box::new(elapsed))),
+            Err(err) => Err(Box::new(err)),
+        },
+        Clock::Tokio => tokio::time::timeout(deadline, svc.oneshot(req))
+            .await
+            .unwrap_or_else(|elapsed| Err(Box::new(elapsed))),
+    }
 }
 
 async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Arc<Stats>) {
@@ -309,11 +419,12 @@ async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Ar
     };
     let per_request = {
         let stats = stats.clone();
+        let clock = config.clock.clone();
         hyper::service::service_fn(move |req| {
-            let (svc, stats) = (svc.clone(), stats.clone());
+            let (svc, stats, clock) = (svc.clone(), stats.clone(), clock.clone());
             async move {
                 stats.requests.fetch_add(1, Ordering::Relaxed);
-                match svc.oneshot(req).await {
+                match with_deadline(&clock, svc, req).await {
                     Ok(res) => Ok::<_, Infallible>(res),
                     Err(err) => {
                         let status = if timed_out(&err) {
@@ -367,16 +478,32 @@ async fn run_server(listener: TcpListener, config: Config, stats: Arc<Stats>) {
 
 /// One GET on a fresh connection; the status, or why it failed.
 async fn get(addr: SocketAddr, path: &str) -> Result<StatusCode, BoxError> {
+    Ok(get_with(addr, path, None).await?.0)
+}
+
+/// One GET on a fresh connection with a header (a deadline); the status
+/// and the body.
+async fn get_with(
+    addr: SocketAddr,
+    path: &str,
+    header: Option<(&str, &str)>,
+) -> Result<(StatusCode, String), BoxError> {
     let stream = TcpStream::connect(addr).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
-    let req = Request::get(path)
-        .header("host", addr.to_string())
-        .body(Empty::<Bytes>::new())?;
-    let res = sender.send_request(req).await?;
+    let mut req = Request::get(path).header("host", addr.to_string());
+    if let Some((name, value)) = header {
+        req = req.header(name, value);
+    }
+    let res = sender
+        .send_request(req.body(Empty::<Bytes>::new())?)
+        .await?;
     let status = res.status();
-    res.into_body().collect().await?;
-    Ok(status)
+    let body = res.into_body().collect().await?.to_bytes();
+    Ok((
+        status,
+        String::from_utf8_lossy(&body).trim_end().to_string(),
+    ))
 }
 
 /// Tries each timeout against the running server.
@@ -390,6 +517,23 @@ async fn demo(addr: SocketAddr, config: &Config) -> Result<(), BoxError> {
         "GET {slow:<12} -> {} (request timeout)",
         get(addr, &slow).await?
     );
+
+    // Deadlines the client sends: the handler runs in a deadline scope,
+    // and its downstream call's own 1 s timeout is cut to the time left.
+    for (path, header) in [
+        ("/downstream/50", ("x-request-deadline", "200")),
+        ("/downstream/2000", ("grpc-timeout", "100m")),
+        ("/downstream/2000", ("grpc-timeout", "5S")),
+        ("/sleep/2000", ("grpc-timeout", "150m")),
+    ] {
+        let at = t();
+        let (status, body) = get_with(addr, path, Some(header)).await?;
+        println!(
+            "GET {path:<16} {:<31} -> {status} after {:.0?}: {body}",
+            format!("{}: {}", header.0, header.1),
+            at.elapsed()
+        );
+    }
 
     // Headers trickling in a byte at a time (slowloris): each byte resets
     // the idle timeout, but hyper's header-read timeout closes it.

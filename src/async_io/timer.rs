@@ -62,6 +62,15 @@ fn grid(ahead: Duration) -> u64 {
 /// the one it was set for. Where async-io's `Timer` compares the clock at
 /// each poll, this one is ready once the driver has fired it.
 ///
+/// # Inside a deadline scope
+///
+/// A `Timer` keeps its own deadline inside a
+/// [deadline scope](crate::deadline), as [`Delay`] does: it is a sleep
+/// (or a schedule), not a timeout, and yields the instant it was set for,
+/// so none could say that the scope's deadline ended it. The scope itself
+/// ends at its deadline and drops it; to size one to the time left, ask
+/// [`deadline::remaining`](crate::deadline::remaining).
+///
 /// # Examples
 ///
 /// Sleep for 1 second:

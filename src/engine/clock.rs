@@ -100,6 +100,12 @@ impl Clock {
         self.source.now()
     }
 
+    /// Which clock it reads.
+    #[inline]
+    pub(crate) fn source(&self) -> Source {
+        self.source
+    }
+
     /// The time by the clock, in microseconds since the timer's start,
     /// rounded down: what is due at or before it has passed.
     pub(crate) fn now_tick(&self) -> u64 {

@@ -2,6 +2,7 @@
 //! driver lives in the engine (`engine/shard.rs`).
 
 mod builder;
+pub mod deadline;
 pub(crate) mod interval;
 #[cfg(all(test, feature = "tokio"))]
 mod regressions;
@@ -14,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::shard::{far_future, AtomicCounts, Shared, TaskInner};
+use crate::engine::shard::{far_future, Shared, TaskInner};
 use crate::error::Error;
 use crate::stats::Stats;
 use crate::timer::interval::Interval;
@@ -254,16 +255,7 @@ impl Timer {
     /// registers (zero delays and past deadlines cost no trip through the
     /// driver).
     fn timeout_at_tick(&self, tick: u64, due: bool) -> Result<Timeout, Error> {
-        let shard = &self.shared.shards[self.shared.current_shard()];
-        if due && Timeout::can_fire_at_creation(tick) {
-            if let Some(reason) = self.shared.common.stop_reason() {
-                return Err(Error::stopped(reason));
-            }
-            AtomicCounts::add(&shard.unlocked.fired);
-            return Ok(Timeout::fired(shard.clone(), tick));
-        }
-        shard.acquire()?;
-        Ok(Timeout::new(shard.clone(), tick))
+        Timeout::on_shard(&self.shared.shards[self.shared.current_shard()], tick, due)
     }
 
     /// Runs `fut` with a deadline `delay` from now: resolves to its output,
@@ -275,6 +267,12 @@ impl Timer {
     ///
     /// The future is polled before the deadline is checked, so a future that
     /// is ready in time wins a tie.
+    ///
+    /// Made inside a [deadline scope](crate::deadline), it ends by the
+    /// scope's deadline at the latest, with
+    /// [`Elapsed::is_inherited`](crate::Elapsed::is_inherited) `true` if
+    /// that came first (so do [`timeout_at`](Timer::timeout_at) and the
+    /// `try_` forms).
     ///
     /// # Errors
     ///

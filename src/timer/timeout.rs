@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::engine::coop;
-use crate::error::{Elapsed, StopReason};
 use crate::engine::shard::{wake_all, AtomicCounts, Shard};
+use crate::error::{Elapsed, Error, StopReason};
 use crate::wheel::raw::{Key, State, NEVER};
 
 // A `Timeout` is two words: its shard (which wheel and lock, and through
@@ -114,6 +114,34 @@ impl Timeout {
             shard,
             word: UNREGISTERED | tick.min(NEVER),
         }
+    }
+
+    /// A timeout at `tick` on `shard`; `due` if its deadline is not after
+    /// the instant it is created: it then completes on its first poll and
+    /// never registers (zero delays and past deadlines cost no trip
+    /// through the driver).
+    #[inline]
+    pub(crate) fn on_shard(shard: &Arc<Shard>, tick: u64, due: bool) -> Result<Timeout, Error> {
+        if due && Timeout::can_fire_at_creation(tick) {
+            if let Some(reason) = shard.common.stop_reason() {
+                return Err(Error::stopped(reason));
+            }
+            AtomicCounts::add(&shard.unlocked.fired);
+            return Ok(Timeout::fired(shard.clone(), tick));
+        }
+        shard.acquire()?;
+        Ok(Timeout::new(shard.clone(), tick))
+    }
+
+    /// The deadline tick of a timeout just made (not yet polled).
+    pub(crate) fn unpolled_tick(&self) -> u64 {
+        debug_assert!(matches!(self.kind(), UNREGISTERED | FIRED));
+        self.low() & !UNPOLLED
+    }
+
+    /// Its shard.
+    pub(crate) fn shard(&self) -> &Arc<Shard> {
+        &self.shard
     }
 
     /// Whether a timeout due at creation at `tick` can be made by
@@ -684,6 +712,25 @@ impl Timeout {
         res.1
     }
 
+    /// Moves a timeout not yet polled to the tick `scope` gives on its
+    /// timer's clock, where that comes before its own deadline (a deadline
+    /// scope's, see `deadline`); returns whether it moved. One that
+    /// completed at creation (its deadline had passed) keeps it.
+    pub(crate) fn clip_unpolled(
+        &mut self,
+        scope: impl FnOnce(&crate::engine::clock::Clock) -> u64,
+    ) -> bool {
+        if self.kind() != UNREGISTERED {
+            return false;
+        }
+        let tick = scope(&self.shard.common.clock);
+        if tick >= self.low() {
+            return false;
+        }
+        self.set(UNREGISTERED, tick);
+        true
+    }
+
     /// Why the timer stopped, if it did.
     pub(crate) fn timer_stop_reason(&self) -> Option<StopReason> {
         self.shard.common.stop_reason()
@@ -894,12 +941,22 @@ pin_project! {
         #[pin]
         future: F,
         timeout: Timeout,
+        // Its deadline is an enclosing deadline scope's (see `deadline`).
+        inherited: bool,
     }
 }
 
 impl<F> WithTimeout<F> {
-    pub(crate) fn new(future: F, timeout: Timeout) -> WithTimeout<F> {
-        WithTimeout { future, timeout }
+    /// `future` bounded by `timeout`, or by the deadline scope it is made
+    /// in where that comes first.
+    #[inline]
+    pub(crate) fn new(future: F, mut timeout: Timeout) -> WithTimeout<F> {
+        let inherited = crate::timer::deadline::clip(&mut timeout);
+        WithTimeout {
+            future,
+            timeout,
+            inherited,
+        }
     }
 
     /// The wrapped future.
@@ -959,6 +1016,10 @@ impl<F> WithTimeout<F> {
     }
 
     /// The [`Timeout`] that bounds the future: reset it to move the deadline.
+    /// Inside a [deadline scope](crate::deadline) whose deadline came first,
+    /// the timeout holds that deadline; once taken here, the deadline is
+    /// the caller's own, and an [`Elapsed`] no longer says
+    /// [`is_inherited`](Elapsed::is_inherited).
     ///
     /// # Examples
     ///
@@ -976,6 +1037,7 @@ impl<F> WithTimeout<F> {
     /// # }
     /// ```
     pub fn timeout_mut(&mut self) -> &mut Timeout {
+        self.inherited = false;
         &mut self.timeout
     }
 
@@ -1019,6 +1081,6 @@ impl<F: Future> Future for WithTimeout<F> {
         } else {
             Pin::new(&mut *timeout).poll(cx)
         };
-        poll.map(|()| Err(timeout.elapsed()))
+        poll.map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
     }
 }

@@ -5,7 +5,9 @@
 //! no timeout).
 //!
 //! Two tables: the tokio one (issue 21: current-thread, 1 and 2 workers;
-//! `Timer::timeout`, `hashwheel::time::timeout`, `tokio::time::timeout`,
+//! `Timer::timeout`, `hashwheel::time::timeout`, the same timeout in a
+//! deadline scope of its own per request and inside one scope per task
+//! (issue 46), `tokio::time::timeout`,
 //! tokio's alternative timer, pingora-timeout's `fast_timeout`,
 //! futures-timer's `Delay` in a select) and "any executor" (issue 22: a
 //! 2-thread `futures` `ThreadPool` and 2 tokio workers; futures-timer's
@@ -57,6 +59,12 @@ const TOKIO_CONTENDERS: &[(&str, &str)] = &[
     ("floor", "floor (no timeout)"),
     ("timer", "hashwheel Timer::timeout"),
     ("hwtime", "hashwheel::time::timeout"),
+    // Issue 46: each request in a deadline scope of its own (30 s) with
+    // its timeout inside, what a server pays per request in a scope; and
+    // each task's requests inside one scope (60 s), what a timeout pays
+    // for being made inside one.
+    ("scope", "hashwheel Timer::scope + timeout"),
+    ("in-scope", "hashwheel Timer::timeout in a scope"),
     ("tokio", "tokio::time::timeout"),
     ("alt", "tokio alternative timer"),
     ("pingora", "pingora-timeout fast_timeout"),
@@ -94,6 +102,27 @@ async fn requests(which: String, loops: usize, timer: Option<Timer>) {
             for _ in 0..loops {
                 timer.timeout(D30, request()).await.expect("timed out");
             }
+        }
+        "scope" => {
+            let timer = timer.expect("a hashwheel timer");
+            for _ in 0..loops {
+                timer
+                    .scope(D30, async { timer.timeout(D30, request()).await })
+                    .await
+                    .expect("the scope ended")
+                    .expect("timed out");
+            }
+        }
+        "in-scope" => {
+            let timer = timer.expect("a hashwheel timer");
+            timer
+                .scope(D30 * 2, async {
+                    for _ in 0..loops {
+                        timer.timeout(D30, request()).await.expect("timed out");
+                    }
+                })
+                .await
+                .expect("the scope ended");
         }
         "hwtime" => {
             for _ in 0..loops {
@@ -162,7 +191,7 @@ async fn requests(which: String, loops: usize, timer: Option<Timer>) {
 /// runtime's default driver) or on its own thread.
 fn timer_for(which: &str, rt: Option<&tokio::runtime::Runtime>) -> Option<Timer> {
     match which {
-        "timer" => Some(
+        "timer" | "scope" | "in-scope" => Some(
             rt.expect("Timer::timeout needs a tokio runtime")
                 .block_on(async { Timer::new() }),
         ),
