@@ -318,3 +318,30 @@ fn delay_takes_no_part_like_futures_timer() {
         assert_eq!(ready, 4 * BUDGET);
     });
 }
+
+/// A deadline scope (issue 46) whose future spends the whole budget on
+/// every poll still ends at its deadline, as `WithTimeout` does: its
+/// deadline is polled with the budget lifted.
+#[test]
+fn a_scope_whose_future_spends_the_budget_still_ends() {
+    on_current_thread("scope through a spent budget", true, || async {
+        let timer = Timer::new();
+        let busy = poll_fn(|cx| {
+            while tokio::task::coop::has_budget_remaining() {
+                let mut zero = timer.sleep(Duration::ZERO);
+                let _ = Pin::new(&mut zero).poll(cx);
+            }
+            Poll::<()>::Pending
+        });
+        let mut scope = std::pin::pin!(timer.scope(Duration::from_millis(5), busy));
+        assert!(poll_fn(|cx| Poll::Ready(scope.as_mut().poll(cx)))
+            .await
+            .is_pending());
+        tokio::time::advance(Duration::from_millis(5)).await;
+        tokio::task::yield_now().await;
+        assert!(
+            scope.await.is_err(),
+            "the deadline came through a spent budget"
+        );
+    });
+}

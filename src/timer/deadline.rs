@@ -106,6 +106,7 @@ use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
+use crate::engine::coop;
 use crate::engine::clock::{Clock, Source};
 use crate::error::{Elapsed, Error};
 use crate::engine::shard::Shard;
@@ -449,6 +450,7 @@ impl<F: Future> Future for Scope<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let had_budget_before = coop::has_budget_remaining();
         let polled = {
             let _inside = Inside::enter(*this.active, this.timeout);
             this.future.poll(cx)
@@ -462,9 +464,14 @@ impl<F: Future> Future for Scope<F> {
             // deadline went with them.
             return Poll::Ready(Err(Elapsed::deadline()));
         };
-        Pin::new(&mut *timeout)
-            .poll(cx)
-            .map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
+        // As `WithTimeout`'s: the deadline is seen through a budget the
+        // future spent (see `coop`).
+        let poll = if had_budget_before && !coop::has_budget_remaining() {
+            coop::poll_unconstrained(timeout, cx)
+        } else {
+            Pin::new(&mut *timeout).poll(cx)
+        };
+        poll.map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
     }
 }
 
