@@ -25,20 +25,36 @@
 
 #[cfg(test)]
 mod model;
-#[cfg(feature = "tokio")]
-pub(crate) mod runtime;
-#[cfg(feature = "thread")]
-pub(crate) mod thread;
-
-#[cfg(feature = "thread")]
-use std::sync::Arc;
 
 use crate::engine::clock::{Clock, Source};
 
-#[cfg(feature = "tokio")]
-use runtime::RuntimeAlarm;
-#[cfg(feature = "thread")]
-use thread::ThreadAlarm;
+cfg_tokio! {
+    pub(crate) mod runtime;
+
+    use runtime::RuntimeAlarm;
+}
+
+cfg_thread! {
+    pub(crate) mod thread;
+
+    use std::sync::Arc;
+    use thread::ThreadAlarm;
+}
+
+/// A match over the drivers' alarms, `$alarm` bound to the one there is:
+/// the runtime's arm, then the thread's, each under its gate, written here
+/// once.
+macro_rules! by_driver {
+    ($alarm:expr, $a:ident => $runtime:expr, $thread:expr) => {
+        #[allow(unused_variables)]
+        match $alarm {
+            #[cfg(feature = "tokio")]
+            Alarm::Runtime($a) => $runtime,
+            #[cfg(feature = "thread")]
+            Alarm::Thread($a) => $thread,
+        }
+    };
+}
 
 /// A timer's alarm, by driver.
 pub(crate) enum Alarm {
@@ -65,33 +81,19 @@ pub(crate) struct Rearmed {
 impl Alarm {
     /// The clock of a timer with this alarm.
     pub(crate) fn source(&self) -> Source {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(_) => Source::Tokio,
-            #[cfg(feature = "thread")]
-            Alarm::Thread(_) => Source::Std,
-        }
+        by_driver!(self, a => Source::Tokio, Source::Std)
     }
 
     /// Whether this is a driver thread's alarm: the wheels turn on a thread
     /// of their own, beside the threads that insert.
     pub(crate) fn is_thread(&self) -> bool {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(_) => false,
-            #[cfg(feature = "thread")]
-            Alarm::Thread(_) => true,
-        }
+        by_driver!(self, a => false, true)
     }
 
     /// The runtime timer, for a timer driven by a runtime.
     #[cfg(feature = "tokio")]
     pub(crate) fn as_runtime(&self) -> Option<&RuntimeAlarm> {
-        match self {
-            Alarm::Runtime(alarm) => Some(alarm),
-            #[cfg(feature = "thread")]
-            Alarm::Thread(_) => None,
-        }
+        by_driver!(self, a => Some(a), None)
     }
 
     /// Arms the alarm for `tick` if it is armed for later (a new earliest
@@ -101,45 +103,29 @@ impl Alarm {
     /// task, so that no expiry runs inside the caller's own `sleep`,
     /// `schedule` or poll; on the thread, by waking it.
     pub(crate) fn arm(&self, clock: &Clock, tick: u64) -> bool {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(alarm) => alarm.arm(clock, tick),
-            #[cfg(feature = "thread")]
-            Alarm::Thread(alarm) => alarm.arm(tick, clock.instant_of(tick)),
-        }
+        by_driver!(self, a => a.arm(clock, tick), a.arm(tick, clock.instant_of(tick)))
     }
 
     /// The driver's re-arm after a turn at `now`, for the earliest tick
     /// with work, `target` (`u64::MAX`: nothing pending).
     pub(crate) fn rearm(&self, clock: &Clock, now: u64, target: u64) -> Rearmed {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(alarm) => alarm.rearm(clock, now, target),
-            #[cfg(feature = "thread")]
-            Alarm::Thread(alarm) => alarm.rearm_after_turn(clock, now, target),
-        }
+        by_driver!(
+            self,
+            a => a.rearm(clock, now, target),
+            a.rearm_after_turn(clock, now, target)
+        )
     }
 
     /// Takes the tick the alarm was armed for, leaving it disarmed (the
     /// driver, as it starts a turn: inserts during the turn leave the
     /// arming to it). `u64::MAX` if it was disarmed.
     pub(crate) fn take_armed(&self) -> u64 {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(alarm) => alarm.take_armed(),
-            #[cfg(feature = "thread")]
-            Alarm::Thread(alarm) => alarm.take_armed(),
-        }
+        by_driver!(self, a => a.take_armed(), a.take_armed())
     }
 
     /// Disarms the alarm for good and ends the driver (its guard task, or
     /// its thread): the timer stopped, or every handle of it is gone.
     pub(crate) fn shut(&self) {
-        match self {
-            #[cfg(feature = "tokio")]
-            Alarm::Runtime(alarm) => alarm.shut(),
-            #[cfg(feature = "thread")]
-            Alarm::Thread(alarm) => alarm.shut(),
-        }
+        by_driver!(self, a => a.shut(), a.shut())
     }
 }

@@ -35,8 +35,13 @@ use crate::engine::clock::Clock;
 use crate::engine::process::Origin;
 use crate::wheel::raw::NEVER;
 
+// The bell the driver's thread sleeps on: a timerfd on Linux, a
+// `Condvar` elsewhere (and on Linux under `--cfg hashwheel_condvar`, so
+// that CI runs the other platforms' path): the one seam of this file.
+#[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+use timerfd::Bell;
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-use std::sync::Condvar;
+use condvar::Bell;
 
 /// The state under the lock.
 #[derive(Debug)]
@@ -62,10 +67,7 @@ pub(crate) struct ThreadAlarm {
     /// the timerfd with the parent (the same open file), and may find the
     /// lock held for ever: see [`ThreadAlarm::is_foreign`].
     origin: Arc<Origin>,
-    #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-    fd: rustix::fd::OwnedFd,
-    #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-    cond: Condvar,
+    bell: Bell,
 }
 
 /// What [`ThreadAlarm::wait`] returns.
@@ -92,13 +94,7 @@ impl ThreadAlarm {
                 periodic: false,
             }),
             origin,
-            #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-            fd: rustix::time::timerfd_create(
-                rustix::time::TimerfdClockId::Monotonic,
-                rustix::time::TimerfdFlags::CLOEXEC,
-            )?,
-            #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-            cond: Condvar::new(),
+            bell: Bell::new()?,
         })
     }
 
@@ -123,10 +119,7 @@ impl ThreadAlarm {
         state.armed = tick;
         state.at = at;
         state.periodic = false;
-        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        self.set_fd(Some(at), None);
-        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-        self.cond.notify_one();
+        self.bell.ring(Some(at));
         true
     }
 
@@ -154,32 +147,7 @@ impl ThreadAlarm {
         }
         state.armed = tick;
         state.at = at;
-        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        {
-            match grid {
-                Some(_) if state.periodic => false,
-                Some(period) => {
-                    state.periodic = true;
-                    self.set_fd(Some(at), Some(period));
-                    true
-                }
-                None if tick == u64::MAX && !state.periodic => false,
-                None => {
-                    state.periodic = false;
-                    self.set_fd((tick != u64::MAX).then_some(at), None);
-                    true
-                }
-            }
-        }
-        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-        {
-            // The thread looks at the armed time under the lock before it
-            // waits: nothing to set, nothing to notify (the thread itself
-            // re-arms, before it waits).
-            let _ = grid;
-            state.periodic = false;
-            true
-        }
+        self.bell.rearm(&mut state, tick, at, grid)
     }
 
     /// See [`Alarm::rearm`](super::Alarm::rearm): at most one turn per
@@ -226,22 +194,74 @@ impl ThreadAlarm {
         let mut state = self.lock();
         state.shut = true;
         state.periodic = false;
-        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        self.set_fd(Some(state.at.min(Instant::now())), None);
-        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-        self.cond.notify_one();
+        self.bell.ring(Some(state.at.min(Instant::now())));
     }
 
     /// Sleeps until the armed time, or until shut.
     pub(crate) fn wait(&self) -> Woke {
-        #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-        {
-            if self.lock().shut {
+        self.bell.wait(self)
+    }
+}
+
+/// The bell of Linux: a timerfd, which the kernel does not delay by the
+/// 50 µs of timer slack it adds to `nanosleep` and `futex`.
+#[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
+mod timerfd {
+    use std::time::{Duration, Instant};
+
+    use super::{State, ThreadAlarm, Woke};
+
+    #[derive(Debug)]
+    pub(super) struct Bell(rustix::fd::OwnedFd);
+
+    impl Bell {
+        pub(super) fn new() -> std::io::Result<Bell> {
+            Ok(Bell(rustix::time::timerfd_create(
+                rustix::time::TimerfdClockId::Monotonic,
+                rustix::time::TimerfdFlags::CLOEXEC,
+            )?))
+        }
+
+        /// Rings once at `at` (at once if it has passed); `None` disarms.
+        /// Under the alarm's lock.
+        pub(super) fn ring(&self, at: Option<Instant>) {
+            self.set(at, None);
+        }
+
+        /// [`ThreadAlarm::rearm`]'s setting of the bell, under the lock:
+        /// on the grid, a periodic ring set once; otherwise a single ring,
+        /// or nothing where the bell is disarmed already.
+        pub(super) fn rearm(
+            &self,
+            state: &mut State,
+            tick: u64,
+            at: Instant,
+            grid: Option<Duration>,
+        ) -> bool {
+            match grid {
+                Some(_) if state.periodic => false,
+                Some(period) => {
+                    state.periodic = true;
+                    self.set(Some(at), Some(period));
+                    true
+                }
+                None if tick == u64::MAX && !state.periodic => false,
+                None => {
+                    state.periodic = false;
+                    self.set((tick != u64::MAX).then_some(at), None);
+                    true
+                }
+            }
+        }
+
+        /// Sleeps in a read of the timerfd.
+        pub(super) fn wait(&self, alarm: &ThreadAlarm) -> Woke {
+            if alarm.lock().shut {
                 return Woke::Shut;
             }
             let mut buf = [0u8; 8];
             loop {
-                match rustix::io::read(&self.fd, &mut buf) {
+                match rustix::io::read(&self.0, &mut buf) {
                     Ok(_) => break,
                     Err(rustix::io::Errno::INTR) => continue,
                     Err(err) => {
@@ -253,22 +273,106 @@ impl ThreadAlarm {
                     }
                 }
             }
-            if self.lock().shut {
+            if alarm.lock().shut {
                 Woke::Shut
             } else {
                 Woke::Due
             }
         }
-        #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-        {
-            let mut state = self.lock();
+
+        /// Sets the timerfd to ring at `at` (at once if it has passed), and
+        /// then every `period` if one is given, or disarms it (`None`);
+        /// under the lock. A set also clears an expiry not yet read.
+        fn set(&self, at: Option<Instant>, period: Option<Duration>) {
+            use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
+            let value = match at {
+                None => Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
+                Some(at) => {
+                    // Relative: std's `Instant` is CLOCK_MONOTONIC, but
+                    // opaque. Zero would disarm: a time already past rings
+                    // in 1 ns.
+                    let d = at.saturating_duration_since(Instant::now());
+                    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2);
+                    let nanos = i64::from(d.subsec_nanos());
+                    Timespec {
+                        tv_sec: secs,
+                        tv_nsec: if secs == 0 && nanos == 0 { 1 } else { nanos },
+                    }
+                }
+            };
+            let interval = match (at, period) {
+                (Some(_), Some(p)) => Timespec {
+                    tv_sec: i64::try_from(p.as_secs()).unwrap_or(i64::MAX / 2),
+                    tv_nsec: i64::from(p.subsec_nanos()),
+                },
+                _ => Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
+            };
+            let spec = Itimerspec {
+                it_interval: interval,
+                it_value: value,
+            };
+            if let Err(err) =
+                rustix::time::timerfd_settime(&self.0, TimerfdTimerFlags::empty(), &spec)
+            {
+                // EINVAL is the only failure for valid arguments on a valid
+                // fd.
+                tracing::error!(%err, "hashwheel: setting the driver's timerfd failed");
+            }
+        }
+    }
+}
+
+/// The bell of other platforms: a `Condvar` the thread waits on with a
+/// timeout, looking at the armed time under the lock before it waits.
+#[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
+mod condvar {
+    use std::sync::Condvar;
+    use std::time::{Duration, Instant};
+
+    use super::{State, ThreadAlarm, Woke};
+
+    #[derive(Debug)]
+    pub(super) struct Bell(Condvar);
+
+    impl Bell {
+        pub(super) fn new() -> std::io::Result<Bell> {
+            Ok(Bell(Condvar::new()))
+        }
+
+        /// Wakes the thread, which looks at the armed time again.
+        pub(super) fn ring(&self, _at: Option<Instant>) {
+            self.0.notify_one();
+        }
+
+        /// Nothing to set, nothing to notify: the thread re-arms itself,
+        /// before it waits.
+        pub(super) fn rearm(
+            &self,
+            state: &mut State,
+            _tick: u64,
+            _at: Instant,
+            _grid: Option<Duration>,
+        ) -> bool {
+            state.periodic = false;
+            true
+        }
+
+        /// Waits on the `Condvar` until the armed time, or until shut.
+        pub(super) fn wait(&self, alarm: &ThreadAlarm) -> Woke {
+            let mut state = alarm.lock();
             loop {
                 if state.shut {
                     return Woke::Shut;
                 }
                 if state.armed == u64::MAX {
                     state = self
-                        .cond
+                        .0
                         .wait(state)
                         .unwrap_or_else(|poisoned| poisoned.into_inner());
                     continue;
@@ -279,55 +383,11 @@ impl ThreadAlarm {
                 }
                 let wait = state.at - now;
                 state = self
-                    .cond
+                    .0
                     .wait_timeout(state, wait)
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
                     .0;
             }
-        }
-    }
-
-    /// Sets the timerfd to ring at `at` (at once if it has passed), and
-    /// then every `period` if one is given, or disarms it (`None`); under
-    /// the lock. A set also clears an expiry not yet read.
-    #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-    fn set_fd(&self, at: Option<Instant>, period: Option<Duration>) {
-        use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
-        let value = match at {
-            None => Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            Some(at) => {
-                // Relative: std's `Instant` is CLOCK_MONOTONIC, but opaque.
-                // Zero would disarm: a time already past rings in 1 ns.
-                let d = at.saturating_duration_since(Instant::now());
-                let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2);
-                let nanos = i64::from(d.subsec_nanos());
-                Timespec {
-                    tv_sec: secs,
-                    tv_nsec: if secs == 0 && nanos == 0 { 1 } else { nanos },
-                }
-            }
-        };
-        let interval = match (at, period) {
-            (Some(_), Some(p)) => Timespec {
-                tv_sec: i64::try_from(p.as_secs()).unwrap_or(i64::MAX / 2),
-                tv_nsec: i64::from(p.subsec_nanos()),
-            },
-            _ => Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-        };
-        let spec = Itimerspec {
-            it_interval: interval,
-            it_value: value,
-        };
-        if let Err(err) = rustix::time::timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)
-        {
-            // EINVAL is the only failure for valid arguments on a valid fd.
-            tracing::error!(%err, "hashwheel: setting the driver's timerfd failed");
         }
     }
 }
