@@ -18,57 +18,68 @@
 //!
 //! A leaf: it imports nothing of the crate.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-/// `poll_proceed` takes a unit of the task's budget (pending with none
-/// left) and hands back a `RestoreOnPending`: dropped unused, it gives the
-/// unit back (the poll was pending); `made_progress` spends it.
 #[cfg(feature = "tokio")]
-pub(crate) use tokio::task::coop::{has_budget_remaining, poll_proceed};
+use tokio_budget as imp;
+#[cfg(not(feature = "tokio"))]
+use no_budget as imp;
 
-/// Polls `fut` with the budget lifted: tokio's `Timeout` does so for its
-/// deadline when the future it wraps spent the task's last unit, so that
-/// the deadline is still seen.
+pub(crate) use imp::{has_budget_remaining, poll_proceed, poll_unconstrained};
+
+/// tokio's budget, on a tokio task (none elsewhere: every call proceeds).
 #[cfg(feature = "tokio")]
-#[inline]
-pub(crate) fn poll_unconstrained<F: Future + Unpin>(
-    fut: &mut F,
-    cx: &mut Context<'_>,
-) -> Poll<F::Output> {
-    Pin::new(&mut tokio::task::coop::unconstrained(fut)).poll(cx)
+mod tokio_budget {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// `poll_proceed` takes a unit of the task's budget (pending with none
+    /// left) and hands back a `RestoreOnPending`: dropped unused, it gives
+    /// the unit back (the poll was pending); `made_progress` spends it.
+    pub(crate) use tokio::task::coop::{has_budget_remaining, poll_proceed};
+
+    /// Polls `fut` with the budget lifted: tokio's `Timeout` does so for
+    /// its deadline when the future it wraps spent the task's last unit,
+    /// so that the deadline is still seen.
+    #[inline]
+    pub(crate) fn poll_unconstrained<F: Future + Unpin>(
+        fut: &mut F,
+        cx: &mut Context<'_>,
+    ) -> Poll<F::Output> {
+        Pin::new(&mut tokio::task::coop::unconstrained(fut)).poll(cx)
+    }
 }
 
-/// Without tokio there is no budget: every poll proceeds, and this is
-/// what it hands back.
+/// Without tokio there is no budget: every poll proceeds.
 #[cfg(not(feature = "tokio"))]
-#[derive(Debug)]
-pub(crate) struct Progress;
+mod no_budget {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
 
-#[cfg(not(feature = "tokio"))]
-impl Progress {
+    /// What `poll_proceed` hands back.
+    #[derive(Debug)]
+    pub(crate) struct Progress;
+
+    impl Progress {
+        #[inline(always)]
+        pub(crate) fn made_progress(&self) {}
+    }
+
     #[inline(always)]
-    pub(crate) fn made_progress(&self) {}
-}
+    pub(crate) fn poll_proceed(_cx: &mut Context<'_>) -> Poll<Progress> {
+        Poll::Ready(Progress)
+    }
 
-#[cfg(not(feature = "tokio"))]
-#[inline(always)]
-pub(crate) fn poll_proceed(_cx: &mut Context<'_>) -> Poll<Progress> {
-    Poll::Ready(Progress)
-}
+    #[inline(always)]
+    pub(crate) fn has_budget_remaining() -> bool {
+        true
+    }
 
-#[cfg(not(feature = "tokio"))]
-#[inline(always)]
-pub(crate) fn has_budget_remaining() -> bool {
-    true
-}
-
-#[cfg(not(feature = "tokio"))]
-#[inline(always)]
-pub(crate) fn poll_unconstrained<F: Future + Unpin>(
-    fut: &mut F,
-    cx: &mut Context<'_>,
-) -> Poll<F::Output> {
-    Pin::new(fut).poll(cx)
+    #[inline(always)]
+    pub(crate) fn poll_unconstrained<F: Future + Unpin>(
+        fut: &mut F,
+        cx: &mut Context<'_>,
+    ) -> Poll<F::Output> {
+        Pin::new(fut).poll(cx)
+    }
 }

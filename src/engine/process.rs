@@ -47,7 +47,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Origin {
     process: Process,
     /// The cheaper and surer test, where the system gives one.
-    #[cfg(all(feature = "thread", target_os = "linux"))]
     witness: Option<Witness>,
 }
 
@@ -58,7 +57,6 @@ impl Origin {
     pub(crate) fn here() -> Origin {
         Origin {
             process: Process::current(),
-            #[cfg(all(feature = "thread", target_os = "linux"))]
             witness: Witness::new(),
         }
     }
@@ -79,7 +77,6 @@ impl Origin {
         if std::process::id() != self.pid() {
             return false;
         }
-        #[cfg(all(feature = "thread", target_os = "linux"))]
         if let Some(here) = self.witness.as_ref().and_then(Witness::is_current) {
             return here;
         }
@@ -153,57 +150,83 @@ impl Process {
     }
 }
 
-/// A process's record lock, held from its making to the end of the
-/// process (or the witness's drop): where the calling process holds it,
-/// it is the process that made it. One file descriptor (a `memfd`, close
-/// on exec).
 #[cfg(all(feature = "thread", target_os = "linux"))]
-#[derive(Debug)]
-pub(crate) struct Witness {
-    /// The maker's process id.
-    pid: u32,
-    lock: rustix::fd::OwnedFd,
-}
+use record_lock::Witness;
+#[cfg(not(all(feature = "thread", target_os = "linux")))]
+use no_witness::Witness;
 
+/// The witness where there is one: Linux, with the feature `thread` (its
+/// `rustix`).
 #[cfg(all(feature = "thread", target_os = "linux"))]
-impl Witness {
-    /// A witness of this process; `None` where the system refuses a
-    /// `memfd` or its lock (the callers fall back on [`Process`]).
-    pub(crate) fn new() -> Option<Witness> {
-        use rustix::fs::{fcntl_lock, memfd_create, FlockOperation, MemfdFlags};
-        let lock = memfd_create("hashwheel-process", MemfdFlags::CLOEXEC).ok()?;
-        fcntl_lock(&lock, FlockOperation::NonBlockingLockExclusive).ok()?;
-        Some(Witness {
-            pid: std::process::id(),
-            lock,
-        })
+mod record_lock {
+    /// A process's record lock, held from its making to the end of the
+    /// process (or the witness's drop): where the calling process holds it,
+    /// it is the process that made it. One file descriptor (a `memfd`, close
+    /// on exec).
+    #[derive(Debug)]
+    pub(crate) struct Witness {
+        /// The maker's process id.
+        pid: u32,
+        lock: rustix::fd::OwnedFd,
     }
 
-    /// Whether the calling process made it, as far as a process alive
-    /// beside its maker can tell: a `getpid` (another id: another process),
-    /// then whether another process holds the lock (`F_GETLK`: the maker,
-    /// alive, seen from a child of it, whatever the child's id). `None`
-    /// where the kernel would not say (the descriptor was closed under us).
-    ///
-    /// Once the maker has exited nobody holds the lock, and a process with
-    /// the maker's id (a descendant in another pid namespace, or one that
-    /// reused the id) is taken for it, as by a `getpid` alone.
-    pub(crate) fn is_current(&self) -> Option<bool> {
-        use rustix::process::{fcntl_getlk, Flock, FlockOffsetType, FlockType};
-        if std::process::id() != self.pid {
-            return Some(false);
+    impl Witness {
+        /// A witness of this process; `None` where the system refuses a
+        /// `memfd` or its lock (the callers fall back on [`Process`]).
+        pub(crate) fn new() -> Option<Witness> {
+            use rustix::fs::{fcntl_lock, memfd_create, FlockOperation, MemfdFlags};
+            let lock = memfd_create("hashwheel-process", MemfdFlags::CLOEXEC).ok()?;
+            fcntl_lock(&lock, FlockOperation::NonBlockingLockExclusive).ok()?;
+            Some(Witness {
+                pid: std::process::id(),
+                lock,
+            })
         }
-        let whole = Flock {
-            start: 0,
-            length: 0,
-            pid: None,
-            typ: FlockType::WriteLock,
-            offset_type: FlockOffsetType::Set,
-        };
-        // The caller's own lock never conflicts with its request.
-        fcntl_getlk(&self.lock, &whole)
-            .ok()
-            .map(|held| held.is_none())
+
+        /// Whether the calling process made it, as far as a process alive
+        /// beside its maker can tell: a `getpid` (another id: another process),
+        /// then whether another process holds the lock (`F_GETLK`: the maker,
+        /// alive, seen from a child of it, whatever the child's id). `None`
+        /// where the kernel would not say (the descriptor was closed under us).
+        ///
+        /// Once the maker has exited nobody holds the lock, and a process with
+        /// the maker's id (a descendant in another pid namespace, or one that
+        /// reused the id) is taken for it, as by a `getpid` alone.
+        pub(crate) fn is_current(&self) -> Option<bool> {
+            use rustix::process::{fcntl_getlk, Flock, FlockOffsetType, FlockType};
+            if std::process::id() != self.pid {
+                return Some(false);
+            }
+            let whole = Flock {
+                start: 0,
+                length: 0,
+                pid: None,
+                typ: FlockType::WriteLock,
+                offset_type: FlockOffsetType::Set,
+            };
+            // The caller's own lock never conflicts with its request.
+            fcntl_getlk(&self.lock, &whole)
+                .ok()
+                .map(|held| held.is_none())
+        }
+    }
+}
+
+/// No witness: the callers fall back on [`Process`].
+#[cfg(not(all(feature = "thread", target_os = "linux")))]
+mod no_witness {
+    /// A witness there cannot be.
+    #[derive(Debug)]
+    pub(crate) enum Witness {}
+
+    impl Witness {
+        pub(crate) fn new() -> Option<Witness> {
+            None
+        }
+
+        pub(crate) fn is_current(&self) -> Option<bool> {
+            match *self {}
+        }
     }
 }
 
