@@ -1,6 +1,11 @@
 //! A hierarchical bit set: one bit per bucket, with summary words above so
 //! that finding the next occupied bucket costs O(log64 n) even in huge wheels.
 
+// What only the timer uses of the wheel's core (its link order, interval
+// beats, detached entries, the sparse table) is dead in the wheel-alone
+// build (neither `tokio` nor `thread`), and only there.
+#![cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+
 /// Bits `0..len`, with `levels[0]` holding one bit per index and each higher
 /// level one bit per non-zero word of the level below it.
 #[derive(Debug, Clone)]
@@ -25,7 +30,6 @@ impl BitSet {
 
     /// The heap [`new`](Self::new)`(len)` takes, in bytes: a bit per index
     /// and a summary bit per word, level by level (about `len / 8`).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn bytes(len: usize) -> usize {
         let mut bytes = 0;
         let mut len = len.max(1);

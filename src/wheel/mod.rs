@@ -356,7 +356,7 @@ impl<T> Wheel<T> {
 
     /// Removes the entry `key` names and returns it whole, with its key as
     /// handed out and its tick; `None` if the key is stale.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
     #[inline]
     pub(crate) fn remove_entry(&mut self, key: Key) -> Option<Expired<T>> {
         // One store lookup on the common path: the key names its slot.
@@ -785,7 +785,7 @@ impl<T> Wheel<T> {
 
 impl Key {
     /// The slot the key names (where its entry was inserted).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
     pub(crate) fn index(self) -> u32 {
         self.index
     }

@@ -60,6 +60,11 @@
 //! * The state of an entry lives in `prev` while it is unlinked: [`FIRED`]
 //!   or [`CANCELLED`].
 
+// What only the timer uses of the wheel's core (its link order, interval
+// beats, detached entries, the sparse table) is dead in the wheel-alone
+// build (neither `tokio` nor `thread`), and only there.
+#![cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 
@@ -106,7 +111,6 @@ pub(crate) enum State {
 /// What [`Wheel::pop_expired_checked`] does with an owned entry that came
 /// due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) enum Due {
     /// Fire it.
     Fire,
@@ -121,7 +125,6 @@ pub(crate) enum Due {
 
 /// What [`Wheel::pop_expired_checked`] took out.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) enum Popped<T> {
     Expired(Expired<T>),
     /// An owned entry fired and was re-armed; its deadline was this tick.
@@ -133,7 +136,6 @@ pub(crate) enum Popped<T> {
 
 /// An entry that [`Wheel::pop_expired`] took out of the wheel.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) struct Expired<T> {
     pub(crate) key: Key,
     pub(crate) detached: bool,
@@ -219,7 +221,6 @@ impl Level {
 /// The heap a level of `len` lists takes: a 4-byte head and an occupancy
 /// bit each. A wheel allocates its two levels whole when it is made, for
 /// `buckets * window` and `ring` lists (see [`Wheel::with_window`]).
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) fn level_bytes(len: usize) -> usize {
     len * std::mem::size_of::<u32>() + BitSet::bytes(len)
 }
@@ -287,7 +288,6 @@ impl<T> Wheel<T> {
     /// A wheel whose buckets are `2^res` time units wide: times keep their
     /// full resolution (an entry is due once `now` reaches its own time),
     /// while buckets and rounds span more time.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn with_resolution(buckets: usize, ring: usize, res: u32) -> Wheel<T> {
         Wheel::with_window(buckets, ring, res, 1)
     }
@@ -296,7 +296,6 @@ impl<T> Wheel<T> {
     /// holds `window` rounds (a power of two): `buckets * window` list
     /// heads, so that an entry re-filed up to `window - 1` rounds ahead
     /// goes straight into its bucket.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn with_window(buckets: usize, ring: usize, res: u32, window: usize) -> Wheel<T> {
         assert!(buckets.is_power_of_two() && ring.is_power_of_two() && res < 32);
         assert!(window.is_power_of_two());
@@ -333,7 +332,6 @@ impl<T> Wheel<T> {
     /// as tokio's timer wakes them. Last in, first out reversed that order
     /// every turn of the wheel: W9, 100,000 connections on 1 worker, cost
     /// 10% more CPU (BENCHMARKS.md).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn in_link_order(mut self) -> Wheel<T> {
         debug_assert!(self.linked == 0, "a wheel changes its order empty");
         self.tails = vec![NIL; self.buckets.heads.len()].into_boxed_slice();
@@ -348,7 +346,6 @@ impl<T> Wheel<T> {
     }
 
     /// The last tick processed. Entries at or before it have fired.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn elapsed(&self) -> u64 {
         self.elapsed
     }
@@ -360,7 +357,6 @@ impl<T> Wheel<T> {
     }
 
     /// Whether no entry is linked (pending).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
         self.linked == 0
     }
@@ -381,7 +377,6 @@ impl<T> Wheel<T> {
     }
 
     /// The key the next [`insert`](Self::insert) will use.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn vacant_key(&self) -> Key {
         self.entries.vacant_key()
     }
@@ -396,7 +391,6 @@ impl<T> Wheel<T> {
     /// # Panics
     ///
     /// If the wheel already holds `u32::MAX - 3` entries.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn insert(&mut self, tick: u64, detached: bool, value: T) -> Key {
         self.insert_flagged(tick, if detached { DETACHED } else { 0 }, value)
     }
@@ -404,7 +398,6 @@ impl<T> Wheel<T> {
     /// Inserts a pending owned entry due at `tick`, as
     /// [`insert`](Self::insert), marked: [`marked_mut`](Self::marked_mut)
     /// finds it and no other.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn insert_marked(&mut self, tick: u64, value: T) -> Key {
         self.insert_flagged(tick, MARKED, value)
     }
@@ -473,7 +466,6 @@ impl<T> Wheel<T> {
 
     /// The value of the pending entry at `key`, or the state of one that is
     /// not pending, with one look-up (a timeout polled while it waits).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     #[inline]
     pub(crate) fn pending_value_mut(&mut self, key: Key) -> Result<&mut T, State> {
         let entry = self.entry_mut(key);
@@ -485,7 +477,6 @@ impl<T> Wheel<T> {
 
     /// The state and value of the entry at `key`, if the store holds one
     /// there and it was [marked](Self::insert_marked): one look-up.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     #[inline]
     pub(crate) fn marked_mut(&mut self, key: Key) -> Option<(State, &mut T)> {
         let entry = self.entries.get_mut(key)?;
@@ -1208,7 +1199,6 @@ impl<T> Wheel<T> {
 
 /// What the timer's owned entries need: their value is handed out when they
 /// fire or are drained, and an empty one stays behind for the handle.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 impl<T: Default> Wheel<T> {
     /// Moves the entry at `key` to `tick`, whether it is pending or has fired.
     /// A cancelled entry stays cancelled. Returns the state it had.

@@ -47,6 +47,11 @@
 //! the store, that hands out the most recently freed key first (as `slab`
 //! does).
 
+// What only the timer uses of the wheel's core (its link order, interval
+// beats, detached entries, the sparse table) is dead in the wheel-alone
+// build (neither `tokio` nor `thread`), and only there.
+#![cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+
 use std::mem;
 
 pub(crate) use super::dir::PAGE_SHIFT;
@@ -588,7 +593,6 @@ fn new_page<T>() -> Box<[Slot<T>; PAGE]> {
 /// entries use (the timer's interval beats and scheduled tasks): an insert
 /// allocates at most one page (and a chunk of the directory, 8 KiB), never
 /// copies anything.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub(crate) struct Sparse<T> {
     small: [SparsePage<Vec<Option<T>>>; SMALL_PAGES],
     pages: Dir<SparsePage<[Option<T>; PAGE]>>,
@@ -616,7 +620,6 @@ impl<T> Default for Sparse<T> {
     }
 }
 
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 impl<T> Sparse<T> {
     const NO_VALUE: Option<T> = None;
     const NO_PAGE: SparsePage<Vec<Option<T>>> = SparsePage {
