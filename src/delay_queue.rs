@@ -316,7 +316,7 @@ impl<T> DelayQueue<T> {
     /// Outside a tokio runtime, at the first poll that waits (it arms
     /// tokio's timer; inserts, resets and polls that find an item due need
     /// no runtime): on another executor use
-    /// [`hashwheel::async_io::DelayQueue`](crate::async_io::DelayQueue).
+    /// [`hashwheel::async_io::DelayQueue`][async_io::DelayQueue_link].
     /// On a runtime without its time driver, as `tokio::time::sleep` does.
     ///
     /// # Examples
@@ -335,6 +335,8 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(first.into_inner(), "a");
     /// # }
     /// ```
+    #[cfg_attr(feature = "thread", doc = "", doc = "[async_io::DelayQueue_link]: crate::async_io::DelayQueue")]
+    #[cfg_attr(not(feature = "thread"), doc = "", doc = "[async_io::DelayQueue_link]: https://docs.rs/hashwheel/latest/hashwheel/async_io/struct.DelayQueue.html")]
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
         self.queue
             .poll_expired(cx)

@@ -1,8 +1,10 @@
 //! [`DelayQueue`] on any executor: the keyed delay queue of
-//! [`hashwheel::DelayQueue`](crate::DelayQueue) (tokio-util's API) on std's
+//! [`hashwheel::DelayQueue`][DelayQueue_link] (tokio-util's API) on std's
 //! clock and the process's thread-driven timer, with no tokio.
 //!
 //! See [`DelayQueue`] for the details.
+#![cfg_attr(feature = "tokio", doc = "", doc = "[DelayQueue_link]: crate::DelayQueue")]
+#![cfg_attr(not(feature = "tokio"), doc = "", doc = "[DelayQueue_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.DelayQueue.html")]
 
 use std::fmt;
 use std::pin::Pin;
@@ -16,7 +18,7 @@ pub use crate::queue::Key;
 use crate::queue::{Entry, Queue, QueueAlarm};
 
 /// A queue of values, each yielded once its deadline has passed, on any
-/// executor: [`hashwheel::DelayQueue`](crate::DelayQueue) without tokio.
+/// executor: [`hashwheel::DelayQueue`][DelayQueue_link] without tokio.
 ///
 /// The same methods as tokio-util's `DelayQueue` (and hashwheel's, which
 /// shares this one's code): insert a value with [`insert`](Self::insert) or
@@ -29,7 +31,7 @@ use crate::queue::{Entry, Queue, QueueAlarm};
 /// process-wide thread-driven timer of [`Delay`], armed at
 /// its next deadline. It needs no runtime: smol, `futures`' executors, a
 /// plain thread's `block_on`, tokio too (where tokio's paused time does not
-/// move it; use [`hashwheel::DelayQueue`](crate::DelayQueue) there for
+/// move it; use [`hashwheel::DelayQueue`][DelayQueue_link] there for
 /// that).
 ///
 /// # Timing
@@ -44,8 +46,8 @@ use crate::queue::{Entry, Queue, QueueAlarm};
 ///
 /// # Keys
 ///
-/// As [`hashwheel::DelayQueue`'s](crate::DelayQueue#keys): a stale key, or
-/// one from another queue, never reaches another item.
+/// As [`hashwheel::DelayQueue`'s][keys_link]: a stale key, or one from
+/// another queue, never reaches another item.
 /// [`try_remove`](Self::try_remove) and [`try_deadline`](Self::try_deadline)
 /// return `None` for it, and [`remove`](Self::remove),
 /// [`deadline`](Self::deadline), [`reset`](Self::reset) and
@@ -101,6 +103,10 @@ use crate::queue::{Entry, Queue, QueueAlarm};
 /// assert!(sessions.users.is_empty());
 /// # });
 /// ```
+#[cfg_attr(feature = "tokio", doc = "", doc = "[keys_link]: crate::DelayQueue#keys")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[keys_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.DelayQueue.html#keys")]
+#[cfg_attr(feature = "tokio", doc = "", doc = "[DelayQueue_link]: crate::DelayQueue")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[DelayQueue_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.DelayQueue.html")]
 pub struct DelayQueue<T> {
     queue: Queue<T, Delay>,
 }

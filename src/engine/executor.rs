@@ -37,19 +37,19 @@ type Custom = dyn Fn(Callback) + Send + Sync + 'static;
 ///
 /// | choice | where the callback runs | cost | a slow callback delays |
 /// |---|---|---|---|
-/// | [`spawn`](TaskExecutor::spawn) (the default) | a new task on the runtime that runs the timer's driver | one task spawn per callback | its own worker only (on a multi-thread runtime); the others go on |
+/// | [`spawn`][TaskExecutor::spawn_link] (the default) | a new task on the runtime that runs the timer's driver | one task spawn per callback | its own worker only (on a multi-thread runtime); the others go on |
 /// | [`driver`](TaskExecutor::driver) | right there, inline | nothing added | every timeout of the timer due after it, and the runtime's own timers processed after it |
 /// | [`custom`](TaskExecutor::custom) | wherever your executor puts it (`spawn_blocking`, a thread pool, a channel) | what your executor costs | what your executor lets it delay |
 ///
 /// On a timer driven by its own thread
-/// ([`Builder::driver_thread`](crate::Builder::driver_thread), or feature
+/// ([`Builder::driver_thread`][Builder::driver_thread_link], or feature
 /// `thread` without `tokio`) the default is [`driver`](TaskExecutor::driver),
 /// as Netty's: the callback runs on the timer's thread, and **a callback
 /// that blocks delays every timeout of the timer** until it returns. Give
 /// such a timer [`custom`](TaskExecutor::custom) for callbacks that may
-/// block (a thread pool, a channel to a worker); [`spawn`](TaskExecutor::spawn)
+/// block (a thread pool, a channel to a worker); [`spawn`][TaskExecutor::spawn_link]
 /// there spawns on the runtime the timer was built in (or
-/// [`Builder::handle`](crate::Builder::handle)'s).
+/// [`Builder::handle`][Builder::handle_link]'s).
 ///
 /// Pick [`driver`](TaskExecutor::driver) for callbacks that only flip a
 /// flag, notify or send on a channel: it saves a spawn per callback. Keep
@@ -83,6 +83,12 @@ type Custom = dyn Fn(Callback) + Send + Sync + 'static;
 /// assert_eq!(rx.recv().await, Some("ping"));
 /// # }
 /// ```
+#[cfg_attr(feature = "tokio", doc = "", doc = "[TaskExecutor::spawn_link]: TaskExecutor::spawn")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[TaskExecutor::spawn_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.TaskExecutor.html#method.spawn")]
+#[cfg_attr(feature = "thread", doc = "", doc = "[Builder::driver_thread_link]: crate::Builder::driver_thread")]
+#[cfg_attr(not(feature = "thread"), doc = "", doc = "[Builder::driver_thread_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.driver_thread")]
+#[cfg_attr(feature = "tokio", doc = "", doc = "[Builder::handle_link]: crate::Builder::handle")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[Builder::handle_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.handle")]
 #[doc(alias = "taskExecutor")]
 #[derive(Clone, Default)]
 pub struct TaskExecutor {
@@ -120,7 +126,7 @@ impl TaskExecutor {
     /// [`is_cancelled`](crate::TaskHandle::is_cancelled), never
     /// [`is_expired`](crate::TaskHandle::is_expired). On a runtime-driven
     /// timer the timer stops with that runtime and frees the closure. On a
-    /// thread-driven timer ([`Builder::driver_thread`](crate::Builder::driver_thread))
+    /// thread-driven timer ([`Builder::driver_thread`][Builder::driver_thread_link])
     /// the runtime is only where callbacks run, and the timer may outlive
     /// it: when it shuts down the timer stops, as
     /// [`Timer::stop`](crate::Timer::stop) does, and says why
@@ -146,6 +152,8 @@ impl TaskExecutor {
     /// rx.await.unwrap();
     /// # }
     /// ```
+    #[cfg_attr(feature = "thread", doc = "", doc = "[Builder::driver_thread_link]: crate::Builder::driver_thread")]
+    #[cfg_attr(not(feature = "thread"), doc = "", doc = "[Builder::driver_thread_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.driver_thread")]
     #[cfg(feature = "tokio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     #[must_use]
@@ -220,6 +228,8 @@ impl TaskExecutor {
     /// rx.await.unwrap();
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`Handle`]: https://docs.rs/tokio/latest/tokio/runtime/struct.Handle.html")]
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`Handle::current`]: https://docs.rs/tokio/latest/tokio/runtime/struct.Handle.html#method.current")]
     #[must_use]
     pub fn custom<F>(executor: F) -> TaskExecutor
     where

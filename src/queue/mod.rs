@@ -49,10 +49,10 @@ pub(crate) trait QueueAlarm: Sized {
 /// Names an item of a delay queue while it is in the queue.
 ///
 /// Returned by the queue's `insert` and `insert_at`; the same type names
-/// the items of both queues, [`hashwheel::DelayQueue`](crate::DelayQueue)
-/// and [`hashwheel::async_io::DelayQueue`](crate::async_io::DelayQueue). A
+/// the items of both queues, [`hashwheel::DelayQueue`][DelayQueue_link]
+/// and [`hashwheel::async_io::DelayQueue`][async_io::DelayQueue_link]. A
 /// key whose item has left, or from another queue, never names another item
-/// (see [`DelayQueue`](crate::DelayQueue)'s [Keys](crate::DelayQueue#keys)).
+/// (see [`DelayQueue`][DelayQueue_link]'s [Keys][keys_link]).
 /// Twelve bytes (tokio-util's: 8, an index alone). Its `Debug` reads like
 /// tokio-util's: `Key { index: 0 }` (the slot; the generation that makes it
 /// unique is left out).
@@ -71,6 +71,12 @@ pub(crate) trait QueueAlarm: Sized {
 /// assert_eq!(queue.remove(&key).into_inner(), "foo");
 /// assert!(queue.try_remove(&key).is_none());
 /// ```
+#[cfg_attr(feature = "tokio", doc = "", doc = "[DelayQueue_link]: crate::DelayQueue")]
+#[cfg_attr(feature = "tokio", doc = "", doc = "[keys_link]: crate::DelayQueue#keys")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[keys_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.DelayQueue.html#keys")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[DelayQueue_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.DelayQueue.html")]
+#[cfg_attr(feature = "thread", doc = "", doc = "[async_io::DelayQueue_link]: crate::async_io::DelayQueue")]
+#[cfg_attr(not(feature = "thread"), doc = "", doc = "[async_io::DelayQueue_link]: https://docs.rs/hashwheel/latest/hashwheel/async_io/struct.DelayQueue.html")]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key(wheel::Key);
 

@@ -305,6 +305,7 @@ impl Builder {
     /// assert_eq!(timer.tick(), std::time::Duration::from_millis(1));
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`TaskExecutor::spawn`]: https://docs.rs/hashwheel/latest/hashwheel/struct.TaskExecutor.html#method.spawn")]
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn new() -> Builder {
         Builder {
@@ -367,6 +368,7 @@ impl Builder {
     /// assert!(sub_ms.unwrap_err().to_string().contains("driver_thread()"));
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "thread"), doc = "", doc = "[`Builder::driver_thread`]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.driver_thread")]
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn tick(mut self, tick: Duration) -> Builder {
         self.tick = tick;
@@ -411,7 +413,7 @@ impl Builder {
     /// methods fail with [`Error::is_at_capacity`] beyond it; a place frees
     /// up as soon as one fires or is cancelled.
     ///
-    /// A [`Timeout::reset`] of a timeout that already fired never fails: it
+    /// A [`Timeout::reset`](crate::Timeout::reset) of a timeout that already fired never fails: it
     /// counts as pending again even past the limit.
     ///
     /// # Errors
@@ -444,7 +446,7 @@ impl Builder {
     /// the shards (each reserves `timeouts / shards`, rounded up): the
     /// storage of their entries and their deadline words is allocated by
     /// [`build`](Builder::build) rather than by the inserts that first need
-    /// it, like [`DelayQueue::with_capacity`](crate::DelayQueue::with_capacity).
+    /// it, like [`DelayQueue::with_capacity`][DelayQueue::with_capacity_link].
     /// Defaults to 0.
     ///
     /// Threads spread over the shards, so on a multi-thread runtime the
@@ -477,6 +479,8 @@ impl Builder {
     /// # drop(held);
     /// # }
     /// ```
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[DelayQueue::with_capacity_link]: crate::DelayQueue::with_capacity")]
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[DelayQueue::with_capacity_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.DelayQueue.html#method.with_capacity")]
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn capacity(mut self, timeouts: usize) -> Builder {
         self.capacity = timeouts;
@@ -556,6 +560,7 @@ impl Builder {
     /// assert!(task.is_expired());
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`TaskExecutor::spawn`]: https://docs.rs/hashwheel/latest/hashwheel/struct.TaskExecutor.html#method.spawn")]
     #[doc(alias = "taskExecutor")]
     #[must_use = "a Builder does nothing until `build` is called"]
     pub fn task_executor(mut self, executor: TaskExecutor) -> Builder {
@@ -625,12 +630,12 @@ impl Builder {
     ///
     /// [`Error::is_invalid_config`], with a message naming the value, for a
     /// zero tick or one under the driver's minimum (1 ms on a runtime, where
-    /// the message names [`driver_thread()`](Builder::driver_thread); 10 µs
+    /// the message names [`driver_thread()`][Builder::driver_thread_link]; 10 µs
     /// on a thread), a `max_pending` of 0, a wheel size of 0 or above 2^20,
     /// a tick so long that
     /// one turn of the wheel overflows, a shard count of 0 or above 65,536
     /// or more shards than fit in 64 MiB (see [`shards`](Builder::shards)),
-    /// no runtime (called outside one without [`handle`](Builder::handle)),
+    /// no runtime (called outside one without [`handle`][Builder::handle_link]),
     /// or a runtime without a time driver (built without `enable_time()` or
     /// `enable_all()`).
     ///
@@ -656,6 +661,10 @@ impl Builder {
     /// assert!(err.is_invalid_config());
     /// # }
     /// ```
+    #[cfg_attr(feature = "thread", doc = "", doc = "[Builder::driver_thread_link]: Builder::driver_thread")]
+    #[cfg_attr(not(feature = "thread"), doc = "", doc = "[Builder::driver_thread_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.driver_thread")]
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[Builder::handle_link]: Builder::handle")]
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[Builder::handle_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.handle")]
     pub fn build(self) -> Result<Timer, Error> {
         let plan = Plan::new(&self)?;
         #[cfg(feature = "thread")]

@@ -9,8 +9,8 @@
 //! it is being polled takes the earlier of its own deadline and the
 //! scope's, as Go's `context.WithDeadline` and Finagle's deadline
 //! propagation do, without a change at the call sites:
-//! [`hashwheel::time::timeout`](crate::time::timeout) and
-//! [`timeout_at`](crate::time::timeout_at), [`Timer::timeout`],
+//! [`hashwheel::time::timeout`][time::timeout_link] and
+//! [`timeout_at`][time::timeout_at_link], [`Timer::timeout`],
 //! [`Timer::timeout_at`] and their `try_` forms, and scopes inside it. When
 //! the scope's deadline comes first, the timeout ends there with an
 //! [`Elapsed`] whose [`is_inherited`](Elapsed::is_inherited) is `true`:
@@ -52,9 +52,9 @@
 //! own.
 //!
 //! What keeps its own deadline inside a scope: sleeps and intervals
-//! ([`Timer::sleep`], [`hashwheel::time::sleep`](crate::time::sleep),
-//! [`Interval`](crate::Interval)), [`Delay`](crate::Delay) and
-//! [`hashwheel::async_io::Timer`](crate::async_io::Timer): a sleep is not a
+//! ([`Timer::sleep`], [`hashwheel::time::sleep`][time::sleep_link],
+//! [`Interval`](crate::Interval)), [`Delay`][Delay_link] and
+//! [`hashwheel::async_io::Timer`][async_io::Timer_link]: a sleep is not a
 //! timeout, it returns no error to say which deadline ended it, and a
 //! sleep cut short would tell its caller that the time it asked for had
 //! passed when it had not. `tower::TimeoutLayer` keeps its own too: it
@@ -95,6 +95,17 @@
 //! its timer stops ([`Timer::stop`], or the shutdown of the runtime that
 //! ran its driver), the scope ends at once with an [`Elapsed`] whose
 //! [`is_timer_stopped`](Elapsed::is_timer_stopped) is `true`.
+#![cfg_attr(not(feature = "tokio"), doc = "", doc = "[`scope`]: https://docs.rs/hashwheel/latest/hashwheel/deadline/fn.scope.html")]
+#![cfg_attr(feature = "tokio", doc = "", doc = "[time::timeout_link]: crate::time::timeout")]
+#![cfg_attr(not(feature = "tokio"), doc = "", doc = "[time::timeout_link]: https://docs.rs/hashwheel/latest/hashwheel/time/fn.timeout.html")]
+#![cfg_attr(feature = "tokio", doc = "", doc = "[time::timeout_at_link]: crate::time::timeout_at")]
+#![cfg_attr(not(feature = "tokio"), doc = "", doc = "[time::timeout_at_link]: https://docs.rs/hashwheel/latest/hashwheel/time/fn.timeout_at.html")]
+#![cfg_attr(feature = "tokio", doc = "", doc = "[time::sleep_link]: crate::time::sleep")]
+#![cfg_attr(not(feature = "tokio"), doc = "", doc = "[time::sleep_link]: https://docs.rs/hashwheel/latest/hashwheel/time/fn.sleep.html")]
+#![cfg_attr(feature = "thread", doc = "", doc = "[Delay_link]: crate::Delay")]
+#![cfg_attr(not(feature = "thread"), doc = "", doc = "[Delay_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.Delay.html")]
+#![cfg_attr(feature = "thread", doc = "", doc = "[async_io::Timer_link]: crate::async_io::Timer")]
+#![cfg_attr(not(feature = "thread"), doc = "", doc = "[async_io::Timer_link]: https://docs.rs/hashwheel/latest/hashwheel/async_io/struct.Timer.html")]
 
 use std::cell::Cell;
 use std::fmt;

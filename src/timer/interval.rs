@@ -82,6 +82,7 @@ const TOLERANCE_NS: i128 = 5_000_000;
 /// assert_eq!(ticks[2] - ticks[0], Duration::from_millis(200));
 /// # }
 /// ```
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::Interval`]: https://docs.rs/tokio/latest/tokio/time/struct.Interval.html")]
 #[must_use = "streams do nothing unless polled"]
 pub struct Interval {
     /// The wheel entry (registered on the first poll, as an interval's):
@@ -218,6 +219,7 @@ impl Schedule {
 /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Skip);
 /// # }
 /// ```
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::MissedTickBehavior`]: https://docs.rs/tokio/latest/tokio/time/enum.MissedTickBehavior.html")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MissedTickBehavior {
     /// Catch up: the missed ticks complete at once, one after the other,

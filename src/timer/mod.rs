@@ -57,6 +57,11 @@ pub(crate) use builder::NO_TIME_DRIVER;
 /// assert_eq!(timer.pending(), 0);
 /// # }
 /// ```
+#[cfg_attr(not(feature = "thread"), doc = "", doc = "[`Builder::driver_thread`]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.driver_thread")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time`]: https://docs.rs/tokio/latest/tokio/time/index.html")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::sleep`]: https://docs.rs/tokio/latest/tokio/time/fn.sleep.html")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::timeout`]: https://docs.rs/tokio/latest/tokio/time/fn.timeout.html")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::interval`]: https://docs.rs/tokio/latest/tokio/time/fn.interval.html")]
 #[derive(Clone)]
 pub struct Timer {
     pub(crate) shared: Arc<Shared>,
@@ -105,6 +110,8 @@ impl Timer {
     /// assert_eq!(timer.wheel_size(), 512);
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`Builder::handle`]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.handle")]
+    #[cfg_attr(not(feature = "thread"), doc = "", doc = "[`Builder::driver_thread`]: https://docs.rs/hashwheel/latest/hashwheel/struct.Builder.html#method.driver_thread")]
     #[track_caller]
     #[allow(clippy::new_without_default)]
     pub fn new() -> Timer {
@@ -166,6 +173,7 @@ impl Timer {
     /// assert!(start.elapsed() >= Duration::from_millis(100));
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::sleep`]: https://docs.rs/tokio/latest/tokio/time/fn.sleep.html")]
     #[track_caller]
     pub fn sleep(&self, delay: Duration) -> Timeout {
         unwrap(self.try_sleep(delay))
@@ -193,6 +201,7 @@ impl Timer {
     /// assert!(Instant::now() >= deadline);
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::sleep_until`]: https://docs.rs/tokio/latest/tokio/time/fn.sleep_until.html")]
     #[track_caller]
     pub fn sleep_until(&self, deadline: impl Into<Instant>) -> Timeout {
         unwrap(self.try_sleep_until(deadline))
@@ -262,7 +271,7 @@ impl Timer {
     /// or to [`Elapsed`](crate::Elapsed) if the deadline comes first.
     ///
     /// The counterpart of [`tokio::time::timeout`]. It returns a
-    /// [`WithTimeout`], tokio's [`Timeout<F>`](tokio::time::Timeout): in
+    /// [`WithTimeout`], tokio's [`Timeout<F>`][tokio::time::Timeout_link]: in
     /// hashwheel the name [`Timeout`] belongs to the sleep future.
     ///
     /// The future is polled before the deadline is checked, so a future that
@@ -302,6 +311,9 @@ impl Timer {
     /// assert!(timer.timeout(Duration::from_secs(1), slow).await.is_err());
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::timeout`]: https://docs.rs/tokio/latest/tokio/time/fn.timeout.html")]
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[tokio::time::Timeout_link]: tokio::time::Timeout")]
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[tokio::time::Timeout_link]: https://docs.rs/tokio/latest/tokio/time/struct.Timeout.html")]
     #[track_caller]
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, fut: F) -> WithTimeout<F::IntoFuture> {
         WithTimeout::new(fut.into_future(), self.sleep(delay))
@@ -329,6 +341,7 @@ impl Timer {
     /// assert!(res.is_err());
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::timeout_at`]: https://docs.rs/tokio/latest/tokio/time/fn.timeout_at.html")]
     #[track_caller]
     pub fn timeout_at<F: IntoFuture>(
         &self,
@@ -412,13 +425,13 @@ impl Timer {
     /// that sleeps).
     ///
     /// When the task is due, the driver hands it to the timer's
-    /// [`TaskExecutor`] ([`Builder::task_executor`]): by default it is
+    /// [`TaskExecutor`](crate::TaskExecutor) ([`Builder::task_executor`]): by default it is
     /// spawned as a task of its own on the runtime that runs the driver, so
-    /// a slow task delays nothing else; with [`TaskExecutor::driver`] it
+    /// a slow task delays nothing else; with [`TaskExecutor::driver`](crate::TaskExecutor::driver) it
     /// runs inline on the driver, inside the runtime's timer processing (the
     /// cheapest, but it must be short: it delays every timeout due after
     /// it, the runtime's own timers included); with
-    /// [`TaskExecutor::custom`] it goes to your executor. Under every
+    /// [`TaskExecutor::custom`](crate::TaskExecutor::custom) it goes to your executor. Under every
     /// choice a task that panics is caught and reported with
     /// `tracing::warn!`; the timer goes on. Dropping the returned
     /// [`TaskHandle`] does not cancel the task; [`TaskHandle::cancel`] does.
@@ -457,7 +470,7 @@ impl Timer {
     }
 
     /// Like [`schedule`](Timer::schedule), but returns an error instead of
-    /// panicking. The task runs where the timer's [`TaskExecutor`] says, as
+    /// panicking. The task runs where the timer's [`TaskExecutor`](crate::TaskExecutor) says, as
     /// with `schedule`.
     ///
     /// # Errors
@@ -559,7 +572,7 @@ impl Timer {
     /// Each returned task keeps its closure, as Netty's `stop()` does: run
     /// it with [`TaskHandle::run`], or take it with
     /// [`TaskHandle::take_task`] to run it elsewhere; dropping the handles
-    /// drops the closures. This is the same under every [`TaskExecutor`]:
+    /// drops the closures. This is the same under every [`TaskExecutor`](crate::TaskExecutor):
     /// the executor gets only tasks that came due, and the caller of `run`
     /// or `take_task` decides where these run. Tasks already handed to the
     /// executor (expired) are not returned, even if they have not run yet.
@@ -756,6 +769,7 @@ impl Timer {
     /// assert_eq!(interval.tick().await, (start + Duration::from_millis(20)).into_std());
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::interval`]: https://docs.rs/tokio/latest/tokio/time/fn.interval.html")]
     #[track_caller]
     pub fn interval(&self, period: Duration) -> Interval {
         unwrap(self.try_interval(period))
@@ -784,6 +798,7 @@ impl Timer {
     /// assert_eq!(interval.tick().await, (start + Duration::from_secs(5)).into_std());
     /// # }
     /// ```
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::interval_at`]: https://docs.rs/tokio/latest/tokio/time/fn.interval_at.html")]
     #[track_caller]
     pub fn interval_at(&self, start: impl Into<Instant>, period: Duration) -> Interval {
         unwrap(self.try_interval_at(start, period))

@@ -95,7 +95,7 @@ impl TaskHandle {
     /// When the runtime that ran the driver shuts down, the timer stops
     /// without handing tasks back and drops their closures, so this is
     /// `None` then too. A thread-driven timer whose callbacks are spawned on
-    /// a runtime ([`TaskExecutor::spawn`](crate::TaskExecutor::spawn)) that
+    /// a runtime ([`TaskExecutor::spawn`][TaskExecutor::spawn_link]) that
     /// shuts down hands back, here, every task that never ran: those
     /// pending, and those its runtime dropped unrun. The closure lives until it is taken or every handle
     /// to the task is dropped. The timer's
@@ -122,6 +122,8 @@ impl TaskHandle {
     /// assert!(handle.take_task().is_none(), "taken already");
     /// # }
     /// ```
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[TaskExecutor::spawn_link]: crate::TaskExecutor::spawn")]
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[TaskExecutor::spawn_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.TaskExecutor.html#method.spawn")]
     pub fn take_task(&self) -> Option<Box<dyn FnOnce() + Send + 'static>> {
         if self.is_cancelled() {
             self.inner.take_task()
@@ -204,7 +206,7 @@ impl TaskHandle {
     /// Whether the task was cancelled, by [`cancel`](TaskHandle::cancel) or
     /// by the timer stopping, or came due and was dropped unrun by the
     /// runtime it was spawned on
-    /// ([`TaskExecutor::spawn`](crate::TaskExecutor::spawn)) as that
+    /// ([`TaskExecutor::spawn`][TaskExecutor::spawn_link]) as that
     /// runtime shut down.
     ///
     /// # Examples
@@ -220,6 +222,8 @@ impl TaskHandle {
     /// assert!(handle.is_cancelled());
     /// # }
     /// ```
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[TaskExecutor::spawn_link]: crate::TaskExecutor::spawn")]
+    #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[TaskExecutor::spawn_link]: https://docs.rs/hashwheel/latest/hashwheel/struct.TaskExecutor.html#method.spawn")]
     pub fn is_cancelled(&self) -> bool {
         self.inner.state.load(Ordering::Acquire) == CANCELLED
     }

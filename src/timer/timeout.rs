@@ -65,7 +65,7 @@ fn fired_tick(tick: u64) -> u64 {
 
 /// A timeout: a future that completes at a deadline. Dropping it cancels it.
 ///
-/// The counterpart of tokio's [`Sleep`](tokio::time::Sleep), the future of
+/// The counterpart of tokio's [`Sleep`][tokio::time::Sleep_link], the future of
 /// [`tokio::time::sleep`] (the design of hashed wheel timers names it a
 /// timeout). A future *with* a deadline, tokio's
 /// [`tokio::time::Timeout<F>`], is [`WithTimeout`] here.
@@ -101,6 +101,10 @@ fn fired_tick(tick: u64) -> u64 {
 /// assert!(idle.is_expired());
 /// # }
 /// ```
+#[cfg_attr(feature = "tokio", doc = "", doc = "[tokio::time::Sleep_link]: tokio::time::Sleep")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[tokio::time::Sleep_link]: https://docs.rs/tokio/latest/tokio/time/struct.Sleep.html")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::sleep`]: https://docs.rs/tokio/latest/tokio/time/fn.sleep.html")]
+#[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`tokio::time::Timeout<F>`]: https://docs.rs/tokio/latest/tokio/time/struct.Timeout.html")]
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 #[doc(alias = "Sleep")]
 pub struct Timeout {
