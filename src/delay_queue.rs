@@ -44,9 +44,10 @@ use crate::queue::{Entry, Queue, QueueAlarm};
 /// (tokio's `Sleep` about the same; tokio-util's `DelayQueue` about 2.0 ms
 /// and 2.9 ms). An item whose deadline
 /// has already passed when it is inserted (or reset) comes out on the next
-/// poll. Deadlines years away work, never early, and none panics: one too
-/// far to add to now (`Duration::MAX`), or more than 18 million years away
-/// (2^62 ticks), never comes out.
+/// poll. Deadlines years away work, never early, and none panics: a delay
+/// over about 30 years (`Duration::MAX`) is capped there, as
+/// `Timer::sleep`'s (tokio's "far future"); an instant more than 18 million
+/// years away (2^62 ticks) never comes out.
 ///
 /// # Keys
 ///

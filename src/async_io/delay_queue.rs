@@ -42,7 +42,9 @@ use crate::queue::{Entry, Queue, QueueAlarm};
 /// wake-up), on an executor that polls the task at once. An item whose
 /// deadline has already passed when it is inserted (or reset) comes out on
 /// the next poll. Deadlines years away work, never early, and none panics:
-/// one too far to add to now (`Duration::MAX`) never comes out.
+/// a delay over about 30 years (`Duration::MAX`) is capped there, as
+/// `Timer::sleep`'s; an instant more than 18 million years away never
+/// comes out.
 ///
 /// # Keys
 ///
