@@ -1,3 +1,5 @@
+// Floor 4, a face (docs/ARCHITECTURE.md): it imports the handle and
+// `Delay`, its sibling face, and the engine's clock.
 //! async-io's timer API on hashwheel's thread driver, for smol and every
 //! other executor: [`Timer`], a drop-in for `async_io::Timer` (what
 //! `smol::Timer` re-exports), and [`DelayQueue`], the keyed delay queue

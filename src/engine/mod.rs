@@ -1,3 +1,5 @@
+// Floor 2, the engine (docs/ARCHITECTURE.md): it imports the wheel and
+// the leaf types (`error`, `stats`), nothing above.
 //! The engine: the timer's private machinery, under every handle and face.
 //!
 //! Its floor: it imports the wheel (`crate::wheel`) and the leaf types it

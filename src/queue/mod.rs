@@ -1,3 +1,5 @@
+// Floor 3, beside the handle (docs/ARCHITECTURE.md): the queue's core
+// imports the wheel and the engine's clock and budget; no face.
 //! The keyed delay queue's core, shared by its two faces: tokio-util's
 //! [`DelayQueue`](crate::DelayQueue) (tokio's clock and `Sleep`) and the
 //! executor-free [`async_io::DelayQueue`](crate::async_io::DelayQueue)

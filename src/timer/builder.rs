@@ -339,12 +339,9 @@ impl Builder {
     /// 1.999 ms tick every millisecond, as a 1 ms tick does (up to twice a
     /// tick: a turn every 1.5 ms could not keep every timeout within 1.5 ms
     /// of its deadline). A tick of whole milliseconds turns at most once
-    /// per tick on either driver. On W9
-    /// (heartbeats, BENCHMARKS.md) a 2 ms tick parks the runtime two fifths
-    /// less often and costs 0.71–0.92× `tokio::time`'s CPU at 10,000 and
-    /// 100,000 connections (1 ms: level with tokio's to a tenth dearer),
-    /// with heartbeats 1.0–1.1 ms late at the median, as tokio's, and
-    /// 0.2–0.4 ms later than tokio's at the p99 (1 ms: 0.6× tokio's).
+    /// per tick on either driver. What a 2 ms tick saves and costs on W9
+    /// (heartbeats: CPU, parks, lateness beside tokio's) is in
+    /// BENCHMARKS.md, the one place its figures are kept.
     ///
     /// A timer driven by a runtime takes ticks from 1 ms (the runtime
     /// timer's resolution); a thread-driven one

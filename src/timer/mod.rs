@@ -1,3 +1,5 @@
+// Floor 3, the handle (docs/ARCHITECTURE.md): it imports the engine, the
+// wheel and the leaf types; no face.
 //! The [`Timer`] handle and its [`Builder`]. The state they share with the
 //! driver lives in the engine (`engine/shard.rs`).
 

@@ -1,3 +1,5 @@
+// Floor 1, the wheel (docs/ARCHITECTURE.md): it imports nothing of the
+// crate.
 //! The hashed wheel on its own: no clock, no runtime, no lock.
 //!
 //! [`Wheel`] is the data structure under hashwheel's `Timer` and

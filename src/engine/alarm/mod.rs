@@ -1,3 +1,5 @@
+// Floor 2, the engine (docs/ARCHITECTURE.md): the alarms import the
+// clock, the process and the wheel, nothing above the engine.
 //! The driver's alarm: what makes the driver turn the wheels at the next
 //! tick with work, and nothing else. One interface, one implementation per
 //! driver, each in a file of its own:

@@ -1,3 +1,5 @@
+// Floor 2, the engine (docs/ARCHITECTURE.md): the drivers import the
+// shards, alarms, executor and the wheel, nothing above the engine.
 //! What both drivers share: one turn of the wheels and the alarm's re-arm
 //! after it, the delivery of what it expired (wakers woken and callbacks
 //! handed on, outside every lock), and the containment of a panic in a
