@@ -5,9 +5,12 @@
 //! `capture` needs `tracing` (either driver's feature brings it), the
 //! runtime helpers use tokio the dev-dependency (in every build), and
 //! `timer_on_its_own_runtime` the feature `tokio`; the counting waker is
-//! std's alone.
+//! std's alone. `shuttle` is the shuttle models' harness, built under
+//! `--cfg shuttle` only.
 
 pub mod capture;
+#[cfg(shuttle)]
+pub mod shuttle;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
