@@ -4,32 +4,19 @@
 //! that `set_*` keep, dropping, and the traits. On the real clock (the
 //! thread driver's), with no runtime.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use common::counting_waker;
 use futures_lite::future::{block_on, poll_fn};
 use futures_lite::{FutureExt, StreamExt};
 use hashwheel::async_io::{DelayQueue, Timer};
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct Count(AtomicUsize);
-
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counting() -> (Arc<Count>, Waker) {
-    let count = Arc::new(Count::default());
-    (count.clone(), Waker::from(count))
 }
 
 fn poll_once(timer: &mut Timer, waker: &Waker) -> Poll<Instant> {
@@ -51,7 +38,7 @@ fn the_future_yields_the_instant_it_was_set_for() {
 #[test]
 fn a_past_instant_is_ready_at_the_first_poll() {
     let past = Instant::now() - ms(100);
-    let (_, waker) = counting();
+    let (_, waker) = counting_waker();
     assert_eq!(poll_once(&mut Timer::at(past), &waker), Poll::Ready(past));
     let mut zero = Timer::after(Duration::ZERO);
     assert!(poll_once(&mut zero, &waker).is_ready());
@@ -61,7 +48,7 @@ fn a_past_instant_is_ready_at_the_first_poll() {
 fn duration_max_never_fires_and_overflowing_sets_clear() {
     let mut timer = Timer::after(Duration::MAX);
     assert!(!timer.will_fire());
-    let (count, waker) = counting();
+    let (count, waker) = counting_waker();
     assert!(poll_once(&mut timer, &waker).is_pending());
     assert!(!Timer::interval(Duration::MAX).will_fire());
 
@@ -78,7 +65,7 @@ fn duration_max_never_fires_and_overflowing_sets_clear() {
     assert!(!timer.will_fire());
     std::thread::sleep(ms(20));
     assert!(poll_once(&mut timer, &waker).is_pending());
-    assert_eq!(count.0.load(Ordering::SeqCst), 0);
+    assert_eq!(count.wakes(), 0);
 }
 
 #[test]
@@ -86,7 +73,7 @@ fn a_one_shot_timer_fires_once_then_stays_pending() {
     let mut timer = Timer::after(ms(2));
     block_on(&mut timer);
     assert!(!timer.will_fire());
-    let (_, waker) = counting();
+    let (_, waker) = counting_waker();
     assert!(poll_once(&mut timer, &waker).is_pending());
     block_on(async {
         let again = async {
@@ -112,7 +99,7 @@ fn the_stream_yields_its_schedule_and_catches_up_after_a_stall() {
     // Started 3.5 periods ago: four instants are due at once, in order.
     let start = Instant::now() - period * 7 / 2;
     let mut timer = Timer::interval_at(start, period);
-    let (_, waker) = counting();
+    let (_, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
     for i in 0..4 {
         assert_eq!(
@@ -147,7 +134,7 @@ fn set_at_keeps_the_period_and_set_interval_at_replaces_it() {
     timer.set_at(at);
     assert_eq!(block_on(timer.next()), Some(at));
     // Still the one-second period, as async-io's `set_at` leaves it.
-    let (_, waker) = counting();
+    let (_, waker) = counting_waker();
     assert!(poll_once(&mut timer, &waker).is_pending());
 
     let start = Instant::now();
@@ -158,26 +145,26 @@ fn set_at_keeps_the_period_and_set_interval_at_replaces_it() {
 
 #[test]
 fn set_and_clear_keep_the_waker_of_the_task_that_polled() {
-    let (count, waker) = counting();
+    let (count, waker) = counting_waker();
     let mut timer = Timer::after(Duration::from_secs(60));
     assert!(poll_once(&mut timer, &waker).is_pending());
 
     // Moved earlier without a poll: the same waker is woken there.
     timer.set_after(ms(5));
     std::thread::sleep(ms(30));
-    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    assert_eq!(count.wakes(), 1);
     assert!(poll_once(&mut timer, &waker).is_ready());
 
     // Cleared, then set: still that waker (async-io keeps it through
     // `clear`), and nothing fires while cleared.
-    let (count, waker) = counting();
+    let (count, waker) = counting_waker();
     let mut timer = Timer::after(Duration::from_secs(60));
     assert!(poll_once(&mut timer, &waker).is_pending());
     timer.clear();
     assert!(!timer.will_fire());
     timer.set_after(ms(5));
     std::thread::sleep(ms(30));
-    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    assert_eq!(count.wakes(), 1);
 }
 
 #[test]
@@ -201,16 +188,16 @@ fn a_set_from_another_thread_wakes_the_polling_task() {
 
 #[test]
 fn dropping_a_polled_timer_deregisters_it() {
-    let (count, waker) = counting();
+    let (count, waker) = counting_waker();
     let mut dropped = Timer::after(ms(5));
     assert!(poll_once(&mut dropped, &waker).is_pending());
     drop(dropped);
-    let (kept_count, kept_waker) = counting();
+    let (kept_count, kept_waker) = counting_waker();
     let mut kept = Timer::after(ms(5));
     assert!(poll_once(&mut kept, &kept_waker).is_pending());
     std::thread::sleep(ms(40));
-    assert_eq!(kept_count.0.load(Ordering::SeqCst), 1, "the kept one fired");
-    assert_eq!(count.0.load(Ordering::SeqCst), 0, "the dropped one did not");
+    assert_eq!(kept_count.wakes(), 1, "the kept one fired");
+    assert_eq!(count.wakes(), 0, "the dropped one did not");
 }
 
 #[test]

@@ -48,7 +48,7 @@ async fn cancelled_timeouts_never_wake_their_task() {
     drop(other);
     advance(Duration::from_millis(10)).await;
     assert!(t.is_woken());
-    assert_eq!(counter.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(counter.wakes(), 0);
 }
 
 use std::future::Future;

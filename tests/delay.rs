@@ -1,12 +1,15 @@
 //! `hashwheel::Delay`, futures-timer 3's `Delay`: the same API, on any
 //! executor, never early, exactly once. Real clock: bounds are generous.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::counting_waker;
 use futures::executor::{block_on, ThreadPool};
 use futures::task::SpawnExt;
 use futures::FutureExt;
@@ -20,15 +23,6 @@ fn us(n: u64) -> Duration {
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// Counts its wakes.
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 #[test]
@@ -69,33 +63,27 @@ fn zero_completes_at_once() {
 
 #[test]
 fn exactly_once_and_drop_cancels() {
-    let waker = Arc::new(CountingWaker(AtomicUsize::new(0)));
-    let w = Waker::from(waker.clone());
+    let (waker, w) = counting_waker();
     let mut cx = Context::from_waker(&w);
     // Fires once: one wake, then ready (and stays ready).
     let mut delay = Delay::new(ms(3));
     assert!(delay.poll_unpin(&mut cx).is_pending());
     let start = Instant::now();
-    while waker.0.load(Ordering::SeqCst) == 0 && start.elapsed() < SOON {
+    while waker.wakes() == 0 && start.elapsed() < SOON {
         thread::sleep(us(200));
     }
     assert!(start.elapsed() < SOON);
     assert_eq!(delay.poll_unpin(&mut cx), Poll::Ready(()));
     assert_eq!(delay.poll_unpin(&mut cx), Poll::Ready(()));
     thread::sleep(ms(10));
-    assert_eq!(waker.0.load(Ordering::SeqCst), 1, "woken exactly once");
+    assert_eq!(waker.wakes(), 1, "woken exactly once");
     // Dropped while pending: never woken.
-    let dropped = Arc::new(CountingWaker(AtomicUsize::new(0)));
-    let w = Waker::from(dropped.clone());
+    let (dropped, w) = counting_waker();
     let mut delay = Delay::new(ms(3));
     assert!(delay.poll_unpin(&mut Context::from_waker(&w)).is_pending());
     drop(delay);
     thread::sleep(ms(20));
-    assert_eq!(
-        dropped.0.load(Ordering::SeqCst),
-        0,
-        "a dropped delay never wakes"
-    );
+    assert_eq!(dropped.wakes(), 0, "a dropped delay never wakes");
 }
 
 #[test]

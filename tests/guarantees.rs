@@ -40,6 +40,8 @@
 
 #![cfg(any(feature = "tokio", feature = "thread"))]
 
+mod common;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,6 +49,7 @@ use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use common::counting_waker;
 #[cfg(any(feature = "tokio", feature = "thread"))]
 use hashwheel::Timer;
 
@@ -262,25 +265,6 @@ fn jailed(name: &str, column: fn()) {
             ),
         }
     });
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct Counter(AtomicUsize);
-
-impl Wake for Counter {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counting_waker() -> (Arc<Counter>, Waker) {
-    let counter = Arc::new(Counter::default());
-    (counter.clone(), Waker::from(counter))
-}
-
-fn wakes(counter: &Counter) -> usize {
-    counter.0.load(Ordering::SeqCst)
 }
 
 fn poll<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
@@ -729,11 +713,11 @@ fn exactly_once<W: Way>() {
         let mut sleep = way.sleep(W::SHORT);
         assert!(poll(&mut sleep, &waker).is_pending());
         way.pass(W::SHORT + ms(1)).await;
-        until(&way, || wakes(&counter) > 0).await;
-        assert_eq!(wakes(&counter), 1, "{}: woken once", W::NAME);
+        until(&way, || counter.wakes() > 0).await;
+        assert_eq!(counter.wakes(), 1, "{}: woken once", W::NAME);
         assert!(poll(&mut sleep, &waker).is_ready());
         way.pass(ms(5)).await;
-        assert_eq!(wakes(&counter), 1, "{}: and only once", W::NAME);
+        assert_eq!(counter.wakes(), 1, "{}: and only once", W::NAME);
         if has_timer::<W>() {
             let timer = way.timer();
             let runs = Arc::new(AtomicUsize::new(0));
@@ -772,7 +756,7 @@ fn cancel_at_drop<W: Way>() {
             assert_eq!(way.timer().pending(), 0, "{}: at once", W::NAME);
         }
         way.pass(W::SHORT + ms(10)).await;
-        assert_eq!(wakes(&counter), 0, "{}: woken after its drop", W::NAME);
+        assert_eq!(counter.wakes(), 0, "{}: woken after its drop", W::NAME);
         if has_timer::<W>() {
             let runs = Arc::new(AtomicUsize::new(0));
             let task = way.timer().schedule(W::SHORT, counted(&runs));
@@ -850,7 +834,7 @@ fn stop<W: Way>() {
         let runs = Arc::new(AtomicUsize::new(0));
         let task = timer.schedule(Duration::from_secs(60), counted(&runs));
         let never_ran = timer.stop();
-        assert_eq!(wakes(&counter), 1, "{}: woken by stop", W::NAME);
+        assert_eq!(counter.wakes(), 1, "{}: woken by stop", W::NAME);
         assert!(poll(&mut polled, &waker).is_ready());
         assert!(poll(&mut unpolled, &waker).is_ready());
         assert!(polled.is_cancelled() && unpolled.is_cancelled());
@@ -905,7 +889,7 @@ fn interval_ticks<W: Way>() {
         assert!(waiting.poll_next_unpin(&mut cx).is_pending());
         intervals.push(waiting);
         timer.stop();
-        assert!(wakes(&counter) >= 1, "{}: stop woke no interval", W::NAME);
+        assert!(counter.wakes() >= 1, "{}: stop woke no interval", W::NAME);
         for interval in &mut intervals {
             assert_eq!(
                 interval.poll_next_unpin(&mut cx),
@@ -992,7 +976,7 @@ fn interval_lifecycle<W: Way>() {
     drop(rt);
     match W::KIND {
         Kind::Runtime => {
-            assert_eq!(wakes(&counter), 1, "{}: woken", W::NAME);
+            assert_eq!(counter.wakes(), 1, "{}: woken", W::NAME);
             assert_eq!(waiting.poll_next_unpin(&mut cx), Poll::Ready(None));
         }
         Kind::Thread => {
@@ -1002,7 +986,7 @@ fn interval_lifecycle<W: Way>() {
             let mut ticking = timer.interval_at(start, period);
             futures::executor::block_on(ticks(&way, &mut ticking, start, period, 3));
             assert!(waiting.poll_next_unpin(&mut cx).is_pending());
-            assert_eq!(wakes(&counter), 0, "{}: woken for nothing", W::NAME);
+            assert_eq!(counter.wakes(), 0, "{}: woken for nothing", W::NAME);
         }
     }
 }
@@ -1039,7 +1023,7 @@ fn runtime_shutdown<W: Way>() {
     drop(rt);
     match W::KIND {
         Kind::Runtime => {
-            assert_eq!(wakes(&counter), 1, "{}: woken", W::NAME);
+            assert_eq!(counter.wakes(), 1, "{}: woken", W::NAME);
             futures::executor::block_on(async {
                 polled.await;
                 unpolled.await;
@@ -1181,8 +1165,8 @@ fn panics_contained<W: Way>() {
         let mut good = way.sleep(W::SHORT);
         assert!(poll(&mut good, &waker).is_pending());
         way.pass(W::SHORT + ms(1)).await;
-        until(&way, || wakes(&counter) > 0).await;
-        assert_eq!(wakes(&counter), 1, "{}: the batch went on", W::NAME);
+        until(&way, || counter.wakes() > 0).await;
+        assert_eq!(counter.wakes(), 1, "{}: the batch went on", W::NAME);
         let start = way.now();
         way.sleep(ms(2)).await;
         assert!(way.now() - start >= ms(2), "{}: goes on", W::NAME);
@@ -1316,7 +1300,7 @@ fn contended<W: Way>() {
     assert_eq!(timer.pending(), 1);
     timer.stop();
     assert_eq!(
-        wakes(&counter),
+        counter.wakes(),
         1,
         "{}: stop woke the waiting task",
         W::NAME
@@ -1530,7 +1514,7 @@ fn deadline_scope<W: Way>() {
         drop(scope);
         assert_eq!(timer.pending(), before, "{}: at once", W::NAME);
         way.pass(W::SHORT + ms(10)).await;
-        assert_eq!(wakes(&counter), 0, "{}: woken after its drop", W::NAME);
+        assert_eq!(counter.wakes(), 0, "{}: woken after its drop", W::NAME);
     });
     assert_eq!(timer.pending(), before, "{}: nothing left", W::NAME);
 }
@@ -1554,7 +1538,7 @@ fn deadline_scope_lifecycle<W: Way>() {
         }));
         assert!(poll(&mut scope, &waker).is_pending());
         timer.stop();
-        assert!(wakes(&counter) >= 1, "{}: woken by stop", W::NAME);
+        assert!(counter.wakes() >= 1, "{}: woken by stop", W::NAME);
         match poll(&mut scope, &waker) {
             Poll::Ready(Ok(call)) => {
                 let err = call.unwrap_err();
@@ -1580,7 +1564,7 @@ fn deadline_scope_lifecycle<W: Way>() {
     drop(rt);
     match W::KIND {
         Kind::Runtime => {
-            assert!(wakes(&counter) >= 1, "{}: woken", W::NAME);
+            assert!(counter.wakes() >= 1, "{}: woken", W::NAME);
             let call = futures::executor::block_on(scope).expect("the call ends first");
             let err = call.unwrap_err();
             assert!(err.is_timer_stopped() && !err.is_inherited(), "{}", W::NAME);

@@ -33,6 +33,9 @@
 //! --target-dir target/shuttle`.
 #![cfg(shuttle)]
 
+mod common;
+
+use common::shuttle as harness;
 use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use shuttle::sync::{Arc, Mutex};
 use shuttle::thread;
@@ -402,11 +405,9 @@ fn stop_races_put_back(broken: Broken) {
     assert_eq!(taken, want, "ticks taken out of order or twice");
 }
 
+/// Runs `scenario` under random schedules and under PCT.
 fn explore(scenario: impl Fn() + Send + Sync + 'static) {
-    let scenario = std::sync::Arc::new(scenario);
-    let s = scenario.clone();
-    shuttle::check_random(move || s(), ITERATIONS);
-    shuttle::check_pct(move || scenario(), ITERATIONS, 3);
+    harness::check(ITERATIONS, scenario);
 }
 
 #[test]

@@ -23,6 +23,9 @@
 //! --target-dir target/shuttle`.
 #![cfg(shuttle)]
 
+mod common;
+
+use common::shuttle as harness;
 use shuttle::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use shuttle::sync::{Arc, Mutex};
 use shuttle::thread;
@@ -426,8 +429,7 @@ fn stale_extend_after_reuse(broken: Broken) {
 
 /// Runs `scenario` under random schedules and under PCT.
 fn explore(scenario: fn(Broken), broken: Broken) {
-    shuttle::check_random(move || scenario(broken), ITERATIONS);
-    shuttle::check_pct(move || scenario(broken), ITERATIONS, 3);
+    harness::check(ITERATIONS, move || scenario(broken));
 }
 
 #[test]

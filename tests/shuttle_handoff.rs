@@ -33,12 +33,12 @@
 //! callback it is about to spawn on the closed runtime.
 #![cfg(shuttle)]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+mod common;
 
-use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
+use common::shuttle as harness;
 use shuttle::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 use shuttle::sync::{Arc, Mutex};
-use shuttle::{thread, Config, FailurePersistence, Runner};
+use shuttle::thread;
 
 /// `shard::PENDING`, `EXPIRED`, `CANCELLED`, `DUE`.
 const PENDING: u8 = 0;
@@ -222,64 +222,15 @@ fn scenario(variant: Variant) {
 }
 
 const ITERATIONS: usize = 3_000;
-const PCT_DEPTH: usize = 3;
-
-fn config() -> Config {
-    let mut config = Config::new();
-    config.failure_persistence = FailurePersistence::None;
-    config.silence_warnings = true;
-    config
-}
-
-/// `HASHWHEEL_SHUTTLE_SEED` picks other schedules than CI's.
-fn seed() -> u64 {
-    std::env::var("HASHWHEEL_SHUTTLE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x26)
-}
-
-/// Runs the scenario under PCT, then the random scheduler; the schedules
-/// explored, or the first failure's message.
-fn explore(variant: Variant) -> Result<usize, String> {
-    fn run(scheduler: impl Scheduler + 'static, variant: Variant) -> Result<usize, String> {
-        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let count = runs.clone();
-        catch_unwind(AssertUnwindSafe(|| {
-            Runner::new(scheduler, config()).run(move || {
-                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                scenario(variant);
-            })
-        }))
-        .map_err(|panic| {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            let runs = runs.load(std::sync::atomic::Ordering::Relaxed);
-            format!("schedule {runs}: {message}")
-        })
-    }
-    let seed = seed();
-    let pct = run(
-        PctScheduler::new_from_seed(seed, PCT_DEPTH, ITERATIONS),
-        variant,
-    )?;
-    let random = run(RandomScheduler::new_from_seed(seed, ITERATIONS), variant)?;
-    println!("{variant:?}: {pct} PCT and {random} random schedules explored (seed {seed})");
-    Ok(pct + random)
-}
+/// The schedulers' seed (`HASHWHEEL_SHUTTLE_SEED` picks others).
+const SEED: u64 = 0x26;
 
 #[test]
 fn a_due_callback_runs_or_comes_back_and_is_never_expired_unrun() {
-    let explored = explore(Variant::Correct).unwrap_or_else(|failure| panic!("{failure}"));
-    assert_eq!(explored, 2 * ITERATIONS);
+    harness::variant_holds(scenario, Variant::Correct, SEED, ITERATIONS);
 }
 
 #[test]
 fn a_task_marked_expired_before_its_spawn_is_caught() {
-    let failure =
-        explore(Variant::ExpiredBeforeSpawn).expect_err("the false expiry went unnoticed");
-    println!("caught: {failure}");
+    harness::variant_caught(scenario, Variant::ExpiredBeforeSpawn, SEED, ITERATIONS);
 }

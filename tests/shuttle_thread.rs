@@ -39,12 +39,12 @@
 //! that the insert's single one replaced).
 #![cfg(shuttle)]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+mod common;
 
-use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
+use common::shuttle as harness;
 use shuttle::sync::atomic::{AtomicU64, AtomicU8, Ordering::SeqCst};
 use shuttle::sync::{Arc, Condvar, Mutex};
-use shuttle::{thread, Config, FailurePersistence, Runner};
+use shuttle::thread;
 
 /// The last tick the clock thread reaches; every deadline is at or before.
 const END: u64 = 5;
@@ -334,75 +334,25 @@ fn scenario(variant: Variant) {
 }
 
 const ITERATIONS: usize = 3_000;
-const PCT_DEPTH: usize = 3;
-
-fn config() -> Config {
-    let mut config = Config::new();
-    config.failure_persistence = FailurePersistence::None;
-    config.silence_warnings = true;
-    config
-}
-
-/// `HASHWHEEL_SHUTTLE_SEED` picks other schedules than CI's.
-fn seed() -> u64 {
-    std::env::var("HASHWHEEL_SHUTTLE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x22)
-}
-
-/// Runs the scenario under PCT, then the random scheduler; the schedules
-/// explored, or the first failure's message.
-fn explore(variant: Variant) -> Result<usize, String> {
-    fn run(scheduler: impl Scheduler + 'static, variant: Variant) -> Result<usize, String> {
-        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let count = runs.clone();
-        catch_unwind(AssertUnwindSafe(|| {
-            Runner::new(scheduler, config()).run(move || {
-                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                scenario(variant);
-            })
-        }))
-        .map_err(|panic| {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            let runs = runs.load(std::sync::atomic::Ordering::Relaxed);
-            format!("schedule {runs}: {message}")
-        })
-    }
-    let seed = seed();
-    let pct = run(
-        PctScheduler::new_from_seed(seed, PCT_DEPTH, ITERATIONS),
-        variant,
-    )?;
-    let random = run(RandomScheduler::new_from_seed(seed, ITERATIONS), variant)?;
-    println!("{variant:?}: {pct} PCT and {random} random schedules explored (seed {seed})");
-    Ok(pct + random)
-}
+/// The schedulers' seed (`HASHWHEEL_SHUTTLE_SEED` picks others).
+const SEED: u64 = 0x22;
 
 #[test]
 fn the_thread_drivers_sleep_loses_no_wake_up() {
-    let explored = explore(Variant::Correct).unwrap_or_else(|failure| panic!("{failure}"));
-    assert_eq!(explored, 2 * ITERATIONS);
+    harness::variant_holds(scenario, Variant::Correct, SEED, ITERATIONS);
 }
 
 #[test]
 fn a_driver_without_its_recheck_of_planned_is_caught() {
-    let failure = explore(Variant::NoRecheck).expect_err("the lost wake-up went unnoticed");
-    println!("caught: {failure}");
+    harness::variant_caught(scenario, Variant::NoRecheck, SEED, ITERATIONS);
 }
 
 #[test]
 fn a_sleep_on_a_stale_armed_time_is_caught() {
-    let failure = explore(Variant::StaleSleep).expect_err("the lost wake-up went unnoticed");
-    println!("caught: {failure}");
+    harness::variant_caught(scenario, Variant::StaleSleep, SEED, ITERATIONS);
 }
 
 #[test]
 fn an_arm_that_leaves_the_alarm_periodic_is_caught() {
-    let failure = explore(Variant::PeriodicKept).expect_err("the lost wake-up went unnoticed");
-    println!("caught: {failure}");
+    harness::variant_caught(scenario, Variant::PeriodicKept, SEED, ITERATIONS);
 }

@@ -56,15 +56,16 @@
 //! `SeqCst` or read under a lock anyway.
 #![cfg(shuttle)]
 
+mod common;
+
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use common::shuttle as harness;
 use hashwheel::wheel::{Key as WheelKey, Wheel};
-use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use shuttle::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::SeqCst};
 use shuttle::sync::{Arc, Mutex, MutexGuard};
-use shuttle::{thread, Config, FailurePersistence, Runner};
+use shuttle::thread;
 
 /// "Never": `hashwheel`'s `NEVER`, here any tick past the model's clock.
 const NEVER: u64 = 1 << 40;
@@ -1407,77 +1408,16 @@ fn runtime_shuts_down(variant: Variant) {
 
 /// Schedules per scheduler and scenario.
 const ITERATIONS: usize = 2_000;
-/// PCT's bound on the preemptions that matter.
-const PCT_DEPTH: usize = 3;
 
-fn config() -> Config {
-    let mut config = Config::new();
-    config.failure_persistence = FailurePersistence::None;
-    config.silence_warnings = true;
-    config
-}
-
-/// The schedulers' seed: fixed, so that CI explores the same schedules
-/// every run; `HASHWHEEL_SHUTTLE_SEED` picks others (`scripts/soak.sh`
-/// gives each round its own).
-fn seed() -> u64 {
-    std::env::var("HASHWHEEL_SHUTTLE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x15)
-}
-
-/// Runs `scenario` under PCT, then the random scheduler, from `seed`;
-/// returns the schedules explored, or the first failure's message.
-fn explore(
-    name: &str,
-    scenario: fn(Variant),
-    variant: Variant,
-    seed: u64,
-    iterations: usize,
-) -> Result<usize, String> {
-    fn run(
-        scheduler: impl Scheduler + 'static,
-        scenario: fn(Variant),
-        variant: Variant,
-    ) -> Result<usize, String> {
-        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let count = runs.clone();
-        catch_unwind(AssertUnwindSafe(|| {
-            Runner::new(scheduler, config()).run(move || {
-                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                scenario(variant);
-            })
-        }))
-        .map_err(|panic| {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            let runs = runs.load(std::sync::atomic::Ordering::Relaxed);
-            format!("schedule {runs}: {message}")
-        })
-    }
-    let pct = run(
-        PctScheduler::new_from_seed(seed, PCT_DEPTH, iterations),
-        scenario,
-        variant,
-    )?;
-    let random = run(
-        RandomScheduler::new_from_seed(seed, iterations),
-        scenario,
-        variant,
-    )?;
-    println!("{name}: {pct} PCT and {random} random schedules explored (seed {seed})");
-    Ok(pct + random)
-}
+/// The schedulers' seed (`HASHWHEEL_SHUTTLE_SEED` picks others); the broken
+/// variants always run from it, so that their failing must not hang on luck.
+const SEED: u64 = 0x15;
 
 fn holds(name: &str, scenario: fn(Variant)) {
-    let seed = seed();
-    let explored = explore(name, scenario, Variant::default(), seed, ITERATIONS)
-        .unwrap_or_else(|failure| panic!("{name}, seed {seed}: {failure}"));
-    assert_eq!(explored, 2 * ITERATIONS);
+    let variant = Variant::default();
+    harness::holds(name, harness::seed(SEED), ITERATIONS, move || {
+        scenario(variant)
+    });
     let counts = COVER.with(Cell::get);
     for (name, count) in COVER_NAMES.iter().zip(counts) {
         println!("{name}: {count}");
@@ -1485,17 +1425,11 @@ fn holds(name: &str, scenario: fn(Variant)) {
 }
 
 fn caught(name: &str, scenario: fn(Variant), variant: Variant, expect: &str) {
-    // A fixed seed: that the broken variant fails must not hang on luck.
-    match explore(name, scenario, variant, 0x15, ITERATIONS) {
-        Ok(explored) => panic!("{name}: the broken variant passed {explored} schedules"),
-        Err(failure) => {
-            assert!(
-                failure.contains(expect),
-                "{name}: failed otherwise: {failure}"
-            );
-            println!("{name}: caught at {failure}");
-        }
-    }
+    let failure = harness::caught(name, SEED, ITERATIONS, move || scenario(variant));
+    assert!(
+        failure.contains(expect),
+        "{name}: failed otherwise: {failure}"
+    );
 }
 
 #[test]

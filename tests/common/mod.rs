@@ -1,7 +1,16 @@
 #![allow(dead_code)]
-//! Helpers shared by the behaviour tests.
+//! Helpers shared by the tests. Each test file that says `mod common;`
+//! compiles all of it, in whatever build that file is in, the thread
+//! driver's alone (`--no-default-features --features thread`) included:
+//! `capture` needs `tracing` (either driver's feature brings it), the
+//! runtime helpers use tokio the dev-dependency (in every build), and
+//! `timer_on_its_own_runtime` the feature `tokio`; the counting waker is
+//! std's alone. `shuttle` is the shuttle models' harness, built under
+//! `--cfg shuttle` only.
 
 pub mod capture;
+#[cfg(shuttle)]
+pub mod shuttle;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -28,12 +37,20 @@ pub async fn advance(d: Duration) {
 #[derive(Default)]
 pub struct CountingWaker(pub AtomicUsize);
 
+impl CountingWaker {
+    /// The wakes so far.
+    pub fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 impl Wake for CountingWaker {
     fn wake(self: Arc<Self>) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
+/// A counting waker, and a `Waker` that wakes it.
 pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
     let counter = Arc::new(CountingWaker::default());
     (counter.clone(), Waker::from(counter))
@@ -42,6 +59,7 @@ pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
 /// A current-thread runtime of its own and a timer built outside it
 /// (`Builder::handle`), whose driver runs on it: for tests that shut that
 /// runtime down.
+#[cfg(feature = "tokio")]
 pub fn timer_on_its_own_runtime() -> (tokio::runtime::Runtime, hashwheel::Timer) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
