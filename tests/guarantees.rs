@@ -218,51 +218,49 @@ impl<W: Way> Way for NoProc<W> {
     }
 }
 
-/// Runs `column` in a forked child that loses `/proc` once its row's timer
-/// is built (see [`NoProc`]), under [`cell`]'s watchdog and one of its own
-/// that kills the child; skipped, saying why, where the child may not
-/// chroot.
+/// Set in the process of its own that [`jailed`] runs a cell in.
 #[cfg(target_os = "linux")]
-fn jailed(name: &str, column: fn()) {
+const JAILED: &str = "HASHWHEEL_NO_PROC_CELL";
+
+/// Runs `column` in a process of its own (this test binary again, running
+/// this one cell) that loses `/proc` once its row's timer is built (see
+/// [`NoProc`]), under [`cell`]'s watchdog and one of its own that kills
+/// the process; skipped, saying why, where it may not chroot. A fresh
+/// process, not a fork of this one: a forked child inherits the state of
+/// every lock the other test threads held (tokio's runtime parks its
+/// workers in them), and a runtime built there could crash or hang on it.
+#[cfg(target_os = "linux")]
+fn jailed(name: &'static str, column: fn()) {
+    if std::env::var_os(JAILED).is_some() {
+        IN_JAIL.store(true, Ordering::SeqCst);
+        column();
+        return;
+    }
     cell(name, move || {
-        // SAFETY: the child runs only `column` and then `_exit`s, without
-        // returning into the test harness.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            IN_JAIL.store(true, Ordering::SeqCst);
-            let ok = std::panic::catch_unwind(column).is_ok();
-            // SAFETY: ends the child at once, running nothing of the
-            // parent's.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-        }
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(JAILED, "1")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         let start = Instant::now();
-        let mut status = 0;
-        loop {
-            // SAFETY: `status` is a valid out-pointer.
-            let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            assert!(done >= 0, "waitpid failed");
-            if done == pid {
-                break;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
             }
             if start.elapsed() > Duration::from_secs(60) {
-                // SAFETY: our own child, not yet reaped.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
-                }
-                panic!("the jailed child hung");
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_dir(jail_dir(child.id()));
+                panic!("the jailed cell hung");
             }
             std::thread::sleep(ms(1));
-        }
-        let _ = std::fs::remove_dir(jail_dir(pid as u32));
-        match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-            (true, 0) => {}
-            (true, NO_CHROOT) => eprintln!("skipped: the jailed child could not chroot"),
-            _ => panic!(
-                "the jailed child failed (wait status {status:#x}; \
-                 its panic is above with --nocapture)"
-            ),
+        };
+        let _ = std::fs::remove_dir(jail_dir(child.id()));
+        match status.code() {
+            Some(0) => {}
+            Some(NO_CHROOT) => eprintln!("skipped: the jailed cell could not chroot"),
+            _ => panic!("the jailed cell failed ({status}; its panic is above)"),
         }
     });
 }
@@ -1312,9 +1310,10 @@ fn contended<W: Way>() {
 /// A child forked from a process that lost `/proc` (a grandchild of the
 /// test) arms and stops the thread-driven timer it inherited: it leaves
 /// its parent's timer alone (the timerfd is the parent's too), which keeps
-/// firing. Its `getpid` tells it apart even without `/proc`; the row runs
-/// it on every timer all the same.
-#[cfg(target_os = "linux")]
+/// firing. Its `getpid` tells it apart even without `/proc`. The thread
+/// driver's row only, as `tests/fork.rs`'s cases: a child forked from a
+/// process that runs a tokio runtime inherits its workers' locks mid-use.
+#[cfg(all(target_os = "linux", feature = "thread"))]
 fn child_leaves_the_timer_alone<W: Way>() {
     let way = W::start();
     let timer = way.timer();
@@ -1690,13 +1689,13 @@ no_proc! {
     current_thread: super::super::CurrentThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, last_handle_dropped, paused_clock, interval_ticks,
-        interval_lifecycle, contended, child_leaves_the_timer_alone,
+        interval_lifecycle, contended,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, last_handle_dropped, interval_ticks,
-        interval_lifecycle, contended, child_leaves_the_timer_alone,
+        interval_lifecycle, contended,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::super::ThreadDriver [
