@@ -422,7 +422,7 @@ impl Delay {
     /// [`reset`](Delay::reset) does.
     #[inline]
     pub(crate) fn reset_at(&mut self, deadline: Instant, grid: u64) {
-        let tick = on_grid(self.timeout.tick_of(deadline), grid);
+        let tick = on_grid(self.timeout.clock().tick_of(deadline), grid);
         self.timeout.reset_tick(tick);
     }
 

@@ -277,9 +277,6 @@ impl Shared {
         }
     }
 
-    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
-        self.common.tick_of(deadline)
-    }
 
     /// The time by the timer's clock (see [`Common::now`]).
     pub(crate) fn now(&self) -> Instant {
@@ -516,15 +513,7 @@ impl Common {
         self.clock.now_tick()
     }
 
-    /// See [`Clock::tick_after`].
-    pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        self.clock.tick_after(delay)
-    }
 
-    /// See [`Clock::tick_of`].
-    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
-        self.clock.tick_of(deadline)
-    }
 
     /// See [`Clock::instant_of`].
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {

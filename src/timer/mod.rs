@@ -233,7 +233,7 @@ impl Timer {
     /// # }
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Timeout, Error> {
-        let tick = self.shared.common.tick_after(delay);
+        let tick = self.shared.common.clock.tick_after(delay);
         self.timeout_at_tick(tick, delay.is_zero())
     }
 
@@ -258,7 +258,7 @@ impl Timer {
     pub fn try_sleep_until(&self, deadline: impl Into<Instant>) -> Result<Timeout, Error> {
         let deadline = deadline.into();
         let due = deadline <= self.shared.now();
-        self.timeout_at_tick(self.shared.tick_of(deadline), due)
+        self.timeout_at_tick(self.shared.common.clock.tick_of(deadline), due)
     }
 
     /// A timeout at `tick`; `due` if its deadline is not after the instant
@@ -501,7 +501,7 @@ impl Timer {
             // `sleep`'s (see `Clock::tick_after`).
             _ => {
                 let far = far_future(self.shared.now());
-                (self.shared.tick_of(far), far)
+                (self.shared.common.clock.tick_of(far), far)
             }
         };
         let shard = self.shared.current_shard();
@@ -863,7 +863,7 @@ impl Timer {
         }
         // Not completed at creation even if `start` has passed: the
         // interval holds its entry for good, and counts as pending.
-        let timeout = self.timeout_at_tick(self.shared.tick_of(start), false)?;
+        let timeout = self.timeout_at_tick(self.shared.common.clock.tick_of(start), false)?;
         Ok(Interval::new(timeout, start, period))
     }
 }

@@ -377,7 +377,7 @@ impl Timeout {
     /// # }
     /// ```
     pub fn reset(&mut self, delay: Duration) {
-        let tick = self.shard.common.tick_after(delay);
+        let tick = self.shard.common.clock.tick_after(delay);
         self.reset_tick(tick);
     }
 
@@ -399,7 +399,7 @@ impl Timeout {
     /// # }
     /// ```
     pub fn reset_at(&mut self, deadline: impl Into<Instant>) {
-        let tick = self.shard.common.tick_of(deadline.into());
+        let tick = self.shard.common.clock.tick_of(deadline.into());
         self.reset_tick(tick);
     }
 
@@ -495,12 +495,6 @@ impl Timeout {
             }
             _ => {}
         }
-    }
-
-    /// `deadline` in the timer's ticks (microseconds since its start).
-    #[cfg(feature = "thread")]
-    pub(crate) fn tick_of(&self, deadline: Instant) -> u64 {
-        self.shard.common.tick_of(deadline)
     }
 
     /// The timer's clock.
