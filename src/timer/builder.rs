@@ -718,10 +718,10 @@ impl Builder {
                      build it inside one, or pass Builder::handle",
                 ));
             }
-            executor.bind_thread(handle)
+            executor.bind(crate::engine::executor::Spawner::thread(handle))
         };
         #[cfg(not(feature = "tokio"))]
-        let runner = executor.bind_thread();
+        let runner = executor.bind(crate::engine::executor::Spawner::none());
         let origin = Arc::new(Origin::here());
         let alarm = ThreadAlarm::new(origin.clone()).map(Arc::new).map_err(|err| {
             Error::invalid_config(format!("the driver's alarm could not be created: {err}"))

@@ -40,7 +40,7 @@ use tokio::sync::Notify;
 
 use crate::engine::alarm::runtime::rung_while_arming;
 use crate::error::StopReason;
-use crate::engine::executor::{StopOnDrop, TaskExecutor, TaskRunner};
+use crate::engine::executor::{Spawner, StopOnDrop, TaskExecutor, TaskRunner};
 use crate::engine::shard::{Common, Shard, Shared, IDLE, TURNING};
 use crate::engine::driver::{self, Fired, BATCH as BATCH_LEN};
 
@@ -59,7 +59,7 @@ pub(crate) fn start(handle: &Handle, shared: &Shared, executor: TaskExecutor) {
     let driver = Arc::new(Driver {
         common: Arc::downgrade(&common),
         shards: shards.clone(),
-        runner: executor.bind(handle.clone()),
+        runner: executor.bind(Spawner::runtime(handle.clone())),
     });
     alarm.start(handle, &common.clock, Waker::from(driver));
     // The guard exists from here on, not from the task's first poll: a

@@ -5,22 +5,21 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-#[cfg(feature = "tokio")]
-use tokio::runtime::{Handle, RuntimeFlavor};
-
-#[cfg(all(feature = "thread", feature = "tokio"))]
-use tokio::sync::Notify;
-
-#[cfg(feature = "tokio")]
-use crate::error::StopReason;
 use crate::engine::shard::{panic_message, TaskInner};
-#[cfg(feature = "tokio")]
-use crate::engine::shard::{stop, Common, Shard, Shared};
-#[cfg(feature = "tokio")]
-use std::sync::Weak;
+
+// What spawns a due callback on a runtime ([`TaskExecutor::spawn`]): with
+// tokio, the runtime's handle and the guards that stop a timer whose
+// runtime shut down; without, nothing.
+cfg_tokio! {
+    mod spawn;
+
+    pub(crate) use spawn::{Spawner, StopOnDrop};
+}
+#[cfg(not(feature = "tokio"))]
+pub(crate) use no_spawn::Spawner;
 
 /// A scheduled callback, as an executor receives it.
-type Callback = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
 
 /// A user's executor (see [`TaskExecutor::custom`]).
 type Custom = dyn Fn(Callback) + Send + Sync + 'static;
@@ -97,8 +96,9 @@ pub struct TaskExecutor {
 
 #[derive(Clone, Default)]
 enum Kind {
-    #[cfg(feature = "tokio")]
+    /// Never made without tokio ([`TaskExecutor::spawn`] needs it).
     #[cfg_attr(feature = "tokio", default)]
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     Spawn,
     #[cfg_attr(not(feature = "tokio"), default)]
     Driver,
@@ -240,34 +240,13 @@ impl TaskExecutor {
         }
     }
 
-    /// Binds the choice to the runtime of the driver.
-    #[cfg(feature = "tokio")]
-    pub(crate) fn bind(self, handle: Handle) -> TaskRunner {
+    /// Binds the choice to what spawns on a runtime (see [`Spawner`]):
+    /// the driver's runtime, the one a thread-driven timer was built in, or
+    /// none.
+    pub(crate) fn bind(self, spawner: Spawner) -> TaskRunner {
         TaskRunner {
             executor: self,
-            handle: Some(handle),
-            #[cfg(feature = "thread")]
-            hand_back: false,
-            #[cfg(feature = "thread")]
-            watch: None,
-        }
-    }
-
-    /// Binds the choice to a thread driver: a [`spawn`](TaskExecutor::spawn)
-    /// needs `handle`, a runtime to spawn on.
-    #[cfg(feature = "thread")]
-    pub(crate) fn bind_thread(
-        self,
-        #[cfg(feature = "tokio")] handle: Option<Handle>,
-    ) -> TaskRunner {
-        TaskRunner {
-            executor: self,
-            #[cfg(feature = "tokio")]
-            handle,
-            #[cfg(feature = "tokio")]
-            hand_back: true,
-            #[cfg(feature = "tokio")]
-            watch: None,
+            spawner,
         }
     }
 
@@ -281,7 +260,6 @@ impl TaskExecutor {
 impl fmt::Debug for TaskExecutor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match self.kind {
-            #[cfg(feature = "tokio")]
             Kind::Spawn => "spawn",
             Kind::Driver => "driver",
             Kind::Custom(_) => "custom",
@@ -296,21 +274,7 @@ impl fmt::Debug for TaskExecutor {
 /// driver hands each due callback to.
 pub(crate) struct TaskRunner {
     executor: TaskExecutor,
-    /// `None` on a thread driver without a runtime (which never has
-    /// [`TaskExecutor::spawn`]: its builder refuses it).
-    #[cfg(feature = "tokio")]
-    handle: Option<Handle>,
-    /// Whether a spawned callback that its runtime drops unrun keeps its
-    /// closure for its handles (a thread-driven timer: that runtime is not
-    /// the driver's, see [`TaskRunner::watch`]) rather than dropping it (a
-    /// runtime-driven timer, which stops with its runtime and frees what
-    /// its tasks own).
-    #[cfg(all(feature = "thread", feature = "tokio"))]
-    hand_back: bool,
-    /// The guard task on the spawn runtime of a thread-driven timer, ended
-    /// as this is dropped (see [`TaskRunner::watch`]).
-    #[cfg(all(feature = "thread", feature = "tokio"))]
-    watch: Option<Watch>,
+    spawner: Spawner,
 }
 
 impl TaskRunner {
@@ -329,30 +293,18 @@ impl TaskRunner {
                 task.handed();
                 run_caught(callback);
             }
-            #[cfg(feature = "tokio")]
             Kind::Spawn => {
-                if let Some(handle) = &self.handle {
-                    let spawned = Spawned {
-                        task: task.clone(),
-                        callback: Some(callback),
-                        #[cfg(feature = "thread")]
-                        hand_back: self.hand_back,
-                    };
-                    drop(handle.spawn(async move {
-                        let mut spawned = spawned;
-                        if let Some(callback) = spawned.callback.take() {
-                            spawned.task.handed();
-                            run_caught(callback);
-                        }
-                    }));
-                    // Queued on a live runtime, or already run; unless the
-                    // runtime dropped it (it is shutting down), which
-                    // handed it back cancelled first.
+                if let Some(callback) = self.spawner.spawn(&task, callback) {
+                    // No runtime to spawn on: run it here.
                     task.handed();
-                    return true;
+                    run_caught(callback);
+                    return false;
                 }
+                // Queued on a live runtime, or already run; unless the
+                // runtime dropped it (it is shutting down), which handed it
+                // back cancelled first.
                 task.handed();
-                run_caught(callback);
+                return true;
             }
             Kind::Custom(executor) => {
                 task.handed();
@@ -380,159 +332,50 @@ impl TaskRunner {
     /// this one runs the callback; so a turn that spawned one callback
     /// spawns an empty task beside it.
     pub(crate) fn turned(&self, spawned: usize) {
-        #[cfg(feature = "tokio")]
-        if let Some(handle) = &self.handle {
-            if spawned == 1 && handle.runtime_flavor() != RuntimeFlavor::CurrentThread {
-                drop(handle.spawn(async {}));
-            }
-        }
-        #[cfg(not(feature = "tokio"))]
-        let _ = spawned;
+        self.spawner.turned(spawned);
     }
-}
 
-/// A due callback spawned on a runtime. A runtime that shuts down drops
-/// the tasks it has not run (and drops at once those spawned after): the
-/// callback then comes back to its handles, cancelled, rather than being
-/// lost with its task marked expired (issue 26).
-#[cfg(feature = "tokio")]
-struct Spawned {
-    task: Arc<TaskInner>,
-    /// Taken when the task runs.
-    callback: Option<Callback>,
-    /// See [`TaskRunner::hand_back`].
-    #[cfg(feature = "thread")]
-    hand_back: bool,
-}
-
-#[cfg(feature = "tokio")]
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let Some(callback) = self.callback.take() else {
-            return; // it ran
-        };
-        #[cfg(feature = "thread")]
-        let kept = self.hand_back.then_some(callback);
-        // A runtime-driven timer stops with its runtime and frees what its
-        // tasks own (see `shard::stop`).
-        #[cfg(not(feature = "thread"))]
-        let kept = {
-            drop(callback);
-            None
-        };
-        self.task.hand_back(kept);
-    }
-}
-
-#[cfg(all(feature = "thread", feature = "tokio"))]
-impl TaskRunner {
-    /// On a thread-driven timer that spawns its callbacks on a runtime
-    /// ([`TaskExecutor::spawn`]): a guard task on that runtime, which stops
-    /// the timer ([`StopReason::SpawnRuntimeGone`]) when the runtime drops
-    /// it, shutting down, so that no callback is accepted that could never
-    /// run. The pending tasks come back to their handles with their
-    /// closures, as from [`Timer::stop`](crate::Timer::stop). The guard
-    /// ends with the driver's thread, which drops this runner once the
-    /// timer is stopped or gone. A runtime already shut down drops it at
-    /// once: the timer starts stopped.
-    pub(crate) fn watch(&mut self, shared: &Shared) {
-        let (Kind::Spawn, Some(handle)) = (&self.executor.kind, &self.handle) else {
-            return;
-        };
-        let guard = StopOnDrop::new(
-            shared,
-            StopReason::SpawnRuntimeGone,
-            "spawn runtime's guard",
-        );
-        let ended = Arc::new(Notify::new());
-        self.watch = Some(Watch(ended.clone()));
-        drop(handle.spawn(async move {
-            ended.notified().await;
-            drop(guard);
-        }));
-    }
-}
-
-/// Ends the guard task of [`TaskRunner::watch`] as the runner is dropped
-/// (the driver's thread ended).
-#[cfg(all(feature = "thread", feature = "tokio"))]
-struct Watch(Arc<Notify>);
-
-#[cfg(all(feature = "thread", feature = "tokio"))]
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.0.notify_one();
-    }
-}
-
-/// Stops a timer for `reason` when dropped, unless it already stopped or
-/// is gone: held by a guard task on a runtime the timer depends on (the
-/// one that drives it, or the one its callbacks are spawned on), which the
-/// runtime drops as it shuts down. `name` says whose guard it is in the
-/// debug events ("driver": "hashwheel: driver ended").
-#[cfg(feature = "tokio")]
-pub(crate) struct StopOnDrop {
-    common: Weak<Common>,
-    shards: Box<[Weak<Shard>]>,
-    reason: StopReason,
-    name: &'static str,
-}
-
-#[cfg(feature = "tokio")]
-impl StopOnDrop {
-    /// A guard over `shared`'s timer.
-    pub(crate) fn new(shared: &Shared, reason: StopReason, name: &'static str) -> StopOnDrop {
-        let (common, shards) = shared.driver_parts();
-        StopOnDrop {
-            common: Arc::downgrade(&common),
-            shards,
-            reason,
-            name,
-        }
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        let name = self.name;
-        let Some(common) = self.common.upgrade() else {
-            let why = "every timer handle and timeout dropped";
-            tracing::debug!(why, "hashwheel: {name} ended");
-            return;
-        };
-        if common.is_stopped() {
-            tracing::debug!(why = "timer stopped", "hashwheel: {name} ended");
-            return;
-        }
-        let reason = self.reason;
-        tracing::debug!(?reason, "hashwheel: {name} ended; stopping the timer");
-        // The runtime drops this while it shuts down: a panic must not
-        // unwind into it (a panic in a drop during unwinding aborts).
-        let stopped = catch_unwind(AssertUnwindSafe(|| {
-            stop(
-                &common,
-                self.shards.iter().filter_map(Weak::upgrade),
-                reason,
-            );
-        }));
-        if let Err(panic) = stopped {
-            tracing::error!(
-                panic = panic_message(&*panic),
-                ?reason,
-                "hashwheel: stopping the timer as a runtime shut down panicked"
-            );
-        }
+    /// On a thread-driven timer that spawns its callbacks on a runtime: a
+    /// guard task there that stops the timer when that runtime shuts down
+    /// (see [`Spawner::watch`]).
+    #[cfg(all(feature = "thread", feature = "tokio"))]
+    pub(crate) fn watch(&mut self, shared: &crate::engine::shard::Shared) {
+        self.spawner.watch(&self.executor, shared);
     }
 }
 
 /// Runs `callback`, catching and reporting a panic.
 #[inline(always)]
-fn run_caught(callback: Callback) {
+pub(crate) fn run_caught(callback: Callback) {
     if let Err(panic) = catch_unwind(AssertUnwindSafe(callback)) {
         tracing::warn!(
             panic = panic_message(&*panic),
             "hashwheel: a scheduled task panicked"
         );
+    }
+}
+
+/// Without tokio nothing spawns: [`TaskExecutor::spawn`] does not exist.
+#[cfg(not(feature = "tokio"))]
+mod no_spawn {
+    /// Nothing to spawn on.
+    pub(crate) struct Spawner;
+
+    impl Spawner {
+        /// No runtime.
+        pub(crate) fn none() -> Spawner {
+            Spawner
+        }
+
+        pub(crate) fn turned(&self, _spawned: usize) {}
+
+        /// Hands `callback` back: there is no runtime to spawn it on.
+        pub(crate) fn spawn(
+            &self,
+            _task: &std::sync::Arc<crate::engine::shard::TaskInner>,
+            callback: super::Callback,
+        ) -> Option<super::Callback> {
+            Some(callback)
+        }
     }
 }
