@@ -228,6 +228,8 @@ impl TaskExecutor {
     /// rx.await.unwrap();
     /// # }
     /// ```
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[`Handle`]: tokio::runtime::Handle")]
+    #[cfg_attr(feature = "tokio", doc = "", doc = "[`Handle::current`]: tokio::runtime::Handle::current")]
     #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`Handle`]: https://docs.rs/tokio/latest/tokio/runtime/struct.Handle.html")]
     #[cfg_attr(not(feature = "tokio"), doc = "", doc = "[`Handle::current`]: https://docs.rs/tokio/latest/tokio/runtime/struct.Handle.html#method.current")]
     #[must_use]
