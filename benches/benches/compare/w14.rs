@@ -148,56 +148,96 @@ async fn conn_floor(mut rx: UnboundedReceiver<()>) {
     }
 }
 
-/// The router: sends connection `i` of `live` one message every
+/// The router's plan: connection `i` of `live` gets one message every
 /// [`PERIOD`] at `start + phases[i]`, and idle connection `k` one message
-/// at `start + IDLE_FIRST + k × IDLE_SPREAD / IDLE`; sleeps until the next
-/// is due (and at least [`ROUTER_TURN`] since it last woke) and sends
-/// every message due by then. Runs until the process exits.
-fn router(senders: Vec<UnboundedSender<()>>, live: usize, start: Instant, seed: u64) {
-    let mut rng = Rng(seed);
-    let period_us = PERIOD.as_micros() as u64;
-    let mut order: Vec<(u64, usize)> = (0..live).map(|i| (rng.below(period_us), i)).collect();
-    order.sort_unstable();
-    let idle: Vec<Instant> = (0..senders.len() - live)
-        .map(|k| start + IDLE_FIRST + IDLE_SPREAD * k as u32 / IDLE as u32)
-        .collect();
-    let (mut cursor, mut round, mut next_idle) = (0usize, 0u32, 0usize);
-    let mut last = start - ROUTER_TURN;
-    let live_at = |cursor: usize, round: u32| -> Option<Instant> {
-        let (phase, _) = order.get(cursor)?;
-        Some(start + PERIOD * round + Duration::from_micros(*phase))
-    };
-    loop {
-        let next = match (live_at(cursor, round), idle.get(next_idle)) {
+/// at `start + IDLE_FIRST + k × IDLE_SPREAD / IDLE`.
+struct Plan {
+    senders: Vec<UnboundedSender<()>>,
+    live: usize,
+    start: Instant,
+    /// (phase µs, connection), by phase.
+    order: Vec<(u64, usize)>,
+    idle: Vec<Instant>,
+    cursor: usize,
+    round: u32,
+    next_idle: usize,
+    /// When it last sent.
+    last: Instant,
+}
+
+impl Plan {
+    fn new(senders: Vec<UnboundedSender<()>>, live: usize, start: Instant, seed: u64) -> Plan {
+        let mut rng = Rng(seed);
+        let period_us = PERIOD.as_micros() as u64;
+        let mut order: Vec<(u64, usize)> = (0..live).map(|i| (rng.below(period_us), i)).collect();
+        order.sort_unstable();
+        let idle = (0..senders.len() - live)
+            .map(|k| start + IDLE_FIRST + IDLE_SPREAD * k as u32 / IDLE as u32)
+            .collect();
+        Plan {
+            senders,
+            live,
+            start,
+            order,
+            idle,
+            cursor: 0,
+            round: 0,
+            next_idle: 0,
+            last: start - ROUTER_TURN,
+        }
+    }
+
+    fn live_at(&self) -> Option<Instant> {
+        let (phase, _) = self.order.get(self.cursor)?;
+        Some(self.start + PERIOD * self.round + Duration::from_micros(*phase))
+    }
+
+    /// When it sends next: the next message's instant, and at least
+    /// [`ROUTER_TURN`] after it last sent (at most one batch a
+    /// millisecond: a router that woke the runtime for every message would
+    /// measure the runtime's park and unpark, most of the CPU at one
+    /// message a wake, rather than its timer). `None`: nothing more.
+    fn next(&self) -> Option<Instant> {
+        let next = match (self.live_at(), self.idle.get(self.next_idle)) {
             (Some(a), Some(&b)) => a.min(b),
             (Some(a), None) => a,
             (None, Some(&b)) => b,
-            (None, None) => return,
+            (None, None) => return None,
         };
-        // At most one batch a millisecond: a router that wakes the runtime
-        // for every message would measure the runtime's park and unpark
-        // (most of the CPU at one message a wake) rather than its timer.
-        let next = next.max(last + ROUTER_TURN);
+        Some(next.max(self.last + ROUTER_TURN))
+    }
+
+    /// Sends every message due by `now`.
+    fn send(&mut self, now: Instant) {
+        self.last = now;
+        while self.live_at().is_some_and(|at| at <= now) {
+            let _ = self.senders[self.order[self.cursor].1].send(());
+            self.cursor += 1;
+            if self.cursor == self.order.len() {
+                (self.cursor, self.round) = (0, self.round + 1);
+            }
+        }
+        while self.idle.get(self.next_idle).is_some_and(|&at| at <= now) {
+            let _ = self.senders[self.live + self.next_idle].send(());
+            self.next_idle += 1;
+        }
+    }
+}
+
+/// The router thread: sleeps until the plan's next batch and sends it,
+/// until the process exits.
+fn router(mut plan: Plan) {
+    while let Some(next) = plan.next() {
         let now = Instant::now();
         if next > now {
             std::thread::sleep(next - now);
         }
-        let now = Instant::now();
-        last = now;
-        while let Some(at) = live_at(cursor, round).filter(|&at| at <= now) {
-            let _ = at;
-            let _ = senders[order[cursor].1].send(());
-            cursor += 1;
-            if cursor == order.len() {
-                (cursor, round) = (0, round + 1);
-            }
-        }
-        while idle.get(next_idle).is_some_and(|&at| at <= now) {
-            let _ = senders[live + next_idle].send(());
-            next_idle += 1;
-        }
+        plan.send(Instant::now());
     }
 }
+
+/// The seed of the connections' phases, the same for every contender.
+const SEED: u64 = 0x5eed_0014;
 
 /// The child: one contender at one size; prints its figures as one
 /// `W14CHILD key=value ...` line.
@@ -240,15 +280,32 @@ pub fn child(which: &str, _cfg: &Config) {
             }
         }
         let start = Instant::now() + Duration::from_millis(50);
-        std::thread::spawn(move || router(senders, n, start, 0x5eed_0014));
+        let plan = Plan::new(senders, n, start, SEED);
+        std::thread::spawn(move || router(plan));
         let (w0, w1) = (start + warmup, start + warmup + window);
         tokio::time::sleep_until(w0).await;
         if Instant::now() > w0 + Duration::from_millis(50) {
             eprintln!("W14 {which}: the warm-up ran late; raise --w14-warmup-ms");
         }
+        // The hashwheel timer's driver: its turns and alarm arms over the
+        // window (the default timer for `hashwheel::time`).
+        let ours = match which {
+            "timer" => timer.clone(),
+            "time" => Some(Timer::current()),
+            _ => None,
+        };
+        let stats0 = ours.as_ref().map(Timer::stats);
         let (thread0, proc0, wall0) = (thread_cpu_time(), cpu_time(), Instant::now());
         tokio::time::sleep_until(w1).await;
         let (thread1, proc1, wall) = (thread_cpu_time(), cpu_time(), wall0.elapsed());
+        let stats1 = ours.as_ref().map(Timer::stats);
+        let (turns, arms) = match (stats0, stats1) {
+            (Some(a), Some(b)) => (
+                (b.driver_wakeups - a.driver_wakeups) as f64,
+                (b.alarm_arms - a.alarm_arms) as f64,
+            ),
+            _ => (0.0, 0.0),
+        };
         // The idle connections' closes, wherever the window ended.
         let last_close = start + IDLE_FIRST + IDLE_SPREAD + READ_TIMEOUT;
         tokio::time::sleep_until(last_close.max(w1) + Duration::from_millis(300)).await;
@@ -256,6 +313,8 @@ pub fn child(which: &str, _cfg: &Config) {
         vec![
             ("cpu_ms_s", (thread1 - thread0).as_secs_f64() * 1e3 / secs),
             ("proc_ms_s", (proc1 - proc0).as_secs_f64() * 1e3 / secs),
+            ("turns_s", turns / secs),
+            ("arms_s", arms / secs),
         ]
     });
     let mut closes = closes.lock().unwrap().clone();
