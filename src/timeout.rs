@@ -692,6 +692,9 @@ impl Timeout {
                         self.set(CANCELLED, 0);
                         return false;
                     };
+                    // The word first: its line comes in while the
+                    // entry's do (see `Deadlines::remove`).
+                    shard.deadlines.remove(self.key(), self.gen());
                     let (state, waker) = guard.wheel.remove(self.key());
                     if state == State::Pending {
                         guard.counts.cancelled += 1;
