@@ -155,6 +155,16 @@ fn main() {
                 other => panic!("unknown contender {other}: floor, tokio, time or timer"),
             }
         }
+        // The connection's future, which tokio keeps in the task's one
+        // allocation (in blocks of 128 bytes).
+        let (_tx, rx) = unbounded_channel::<()>();
+        let size = match which.as_str() {
+            "floor" => std::mem::size_of_val(&conn_floor(rx)),
+            "tokio" => std::mem::size_of_val(&conn_tokio(rx)),
+            "time" => std::mem::size_of_val(&conn_time(rx)),
+            _ => std::mem::size_of_val(&conn_timer(timer.clone(), rx)),
+        };
+        eprintln!("{which}: a connection's future is {size} bytes");
         let start = Instant::now();
         let end = start + WARM_UP + Duration::from_secs(secs);
         let order = phases(n);
