@@ -28,7 +28,8 @@
 //! Arguments: the contender (`timer`: `Timer::interval_at` and
 //! `Timer::sleep`; `time`: `hashwheel::time`, the idle `Sleep` boxed as
 //! tokio code boxes tokio's; `time-inline`: the same kept in the task;
-//! `tokio`: `tokio::time`), the
+//! `tokio`: `tokio::time`, the idle `Sleep` boxed; `tokio-inline`: the
+//! same kept in the task, `tokio::pin!`), the
 //! connections, and the seconds of heartbeats after one second of warm-up.
 //! Per-beat figures are the difference between two lengths, divided by
 //! `N × (difference in seconds)`.
@@ -109,6 +110,23 @@ async fn conn_tokio(first: Instant) {
     }
 }
 
+/// [`conn_tokio`] with the idle `Sleep` kept in the task (`tokio::pin!`),
+/// not boxed: its timer entry is then in the task's own memory.
+async fn conn_tokio_inline(first: Instant) {
+    let mut hb = tokio::time::interval_at(first, HEARTBEAT);
+    let idle = tokio::time::sleep(IDLE);
+    tokio::pin!(idle);
+    loop {
+        tokio::select! {
+            _ = hb.tick() => {
+                BEATS.fetch_add(1, Ordering::Relaxed);
+                idle.as_mut().reset(Instant::now() + IDLE);
+            }
+            _ = &mut idle => return,
+        }
+    }
+}
+
 /// Writes a line of every 64 bytes of 2 MiB every millisecond, for ever:
 /// the caches a turn finds after a park on the real clock.
 async fn pollute() {
@@ -126,7 +144,7 @@ async fn pollute() {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage =
-        "usage: heartbeat_counts timer|time|time-inline|tokio CONNECTIONS SECONDS [polluter]";
+        "usage: heartbeat_counts timer|time|time-inline|tokio|tokio-inline CONNECTIONS SECONDS [polluter]";
     let which = args.get(1).expect(usage).clone();
     let n: u32 = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let secs: u64 = args.get(3).and_then(|a| a.parse().ok()).expect(usage);
@@ -153,6 +171,7 @@ fn main() {
                 (None, "time") => tokio::spawn(conn_time(first)),
                 (None, "time-inline") => tokio::spawn(conn_time_inline(first)),
                 (None, "tokio") => tokio::spawn(conn_tokio(first)),
+                (None, "tokio-inline") => tokio::spawn(conn_tokio_inline(first)),
                 _ => panic!("{usage}"),
             };
         }

@@ -392,6 +392,27 @@ impl Deadlines {
         self.slot(key).fetch_and(!LINKED, Ordering::AcqRel);
     }
 
+    /// The owned entry `key` of generation `gen` was taken out of the wheel
+    /// by its handle (dropped or cancelled) under the lock: its word keeps
+    /// the generation and nothing else. A plain store, not a
+    /// read-modify-write: the handle is the only writer without the lock,
+    /// and the driver (under it) only ever clears `LINKED`, which this
+    /// clears too.
+    ///
+    /// Why it is written at all: the next insert at this key (the store
+    /// hands out the key freed last, so on one thread that is the
+    /// handle's next timeout) reads the word for its generation, and a
+    /// word last written when this entry was inserted (seconds ago, for a
+    /// read timeout dropped when the other branch of a `select!` won) is
+    /// a cache miss that the insert waits for. Stored here, in the same
+    /// lock as the unlink of the entry and its neighbours (misses of their
+    /// own), the line comes in beside theirs and the store does not wait
+    /// for it (W14, issue 47).
+    #[inline]
+    pub(crate) fn remove(&self, key: Key, gen: u64) {
+        self.slot(key).store(gen << GEN_SHIFT, Ordering::Release);
+    }
+
     /// The timeout `key` of generation `gen` was reset under the lock:
     /// linked at `tick`, or not (it fired at once).
     pub(crate) fn set(&self, key: Key, gen: u64, tick: u64, linked: bool) {

@@ -762,8 +762,12 @@ impl Timeout {
                         return false;
                     };
                     // An interval's entry counts pending until its
-                    // interval is dropped, fired (a tick untaken) or not.
+                    // interval is dropped, fired (a tick untaken) or not:
+                    // read before the word is cleared below.
                     let beat = shard.deadlines.is_beat(self.key());
+                    // The word first: its line comes in while the
+                    // entry's do (see `Deadlines::remove`).
+                    shard.deadlines.remove(self.key(), self.gen());
                     let (state, waker) = guard.wheel.remove(self.key());
                     if state == State::Pending || beat && state == State::Fired {
                         guard.counts.cancelled += 1;

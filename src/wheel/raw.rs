@@ -226,32 +226,39 @@ pub(crate) fn level_bytes(len: usize) -> usize {
 }
 
 /// A hashed wheel of `T` values keyed by [`Key`].
+///
+/// Laid out in the order written (`repr(C)`): the scalars every insert and
+/// unlink reads, then the levels' list heads, then the store, whose own
+/// scalars come before its directory (see [`Store`]); the compiler's order
+/// put the store's 2.5 KiB directory first and the rest behind it, over
+/// more cache lines than the fields take (W14, issue 47).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Wheel<T> {
-    entries: Store<Entry<T>>,
-    buckets: Level,
-    /// The last entry of each bucket, where buckets keep their entries in
-    /// the order they were linked ([`in_link_order`](Self::in_link_order));
-    /// empty otherwise. A tail is kept only while its bucket has entries
-    /// (an emptied bucket's is stale until the next link).
-    tails: Box<[u32]>,
-    ring: Level,
+    elapsed: u64,
+    linked: usize,
+    /// Rounds held in level 0, a power of two: its buckets are
+    /// `window << shift`.
+    window: u64,
+    bucket_mask: u64,
+    ring_mask: u64,
+    /// log2 of the number of buckets in a round.
+    shift: u32,
+    /// log2 of the time units per bucket (0: one unit per bucket).
+    res: u32,
     never: u32,
     /// Head of the [`List::Due`] list.
     due: u32,
     /// Its last entry, as [`tails`](Self::tails).
     due_tail: u32,
-    /// log2 of the number of buckets in a round.
-    shift: u32,
-    /// Rounds held in level 0, a power of two: its buckets are
-    /// `window << shift`.
-    window: u64,
-    /// log2 of the time units per bucket (0: one unit per bucket).
-    res: u32,
-    bucket_mask: u64,
-    ring_mask: u64,
-    elapsed: u64,
-    linked: usize,
+    buckets: Level,
+    ring: Level,
+    /// The last entry of each bucket, where buckets keep their entries in
+    /// the order they were linked ([`in_link_order`](Self::in_link_order));
+    /// empty otherwise. A tail is kept only while its bucket has entries
+    /// (an emptied bucket's is stale until the next link).
+    tails: Box<[u32]>,
+    entries: Store<Entry<T>>,
 }
 
 impl<T> Wheel<T> {

@@ -174,16 +174,21 @@ pub(crate) const fn slot_size<T>() -> usize {
 /// a small store's capacity is exact); the pages of [`PAGE`] slots are
 /// boxed arrays, allocated whole, reached through a [`Dir`], and always the
 /// big pages `1..=big` (allocated in key order, given back from the top).
+///
+/// Laid out in the order written (`repr(C)`): the scalars an insert and a
+/// remove read, then the small pages, then the directory (2.5 KiB inline,
+/// of which a store below 2^18 keys reads the first few lines).
+#[repr(C)]
 pub(crate) struct Store<T> {
-    small: [Vec<Slot<T>>; SMALL_PAGES],
-    pages: Dir<[Slot<T>; PAGE]>,
-    /// Big pages allocated: numbers `1..=big`.
-    big: usize,
-    /// Keys with a slot, vacant or not: the next fresh key.
-    used: usize,
     /// Head of the free list.
     free: u32,
     len: usize,
+    /// Keys with a slot, vacant or not: the next fresh key.
+    used: usize,
+    /// Big pages allocated: numbers `1..=big`.
+    big: usize,
+    small: [Vec<Slot<T>>; SMALL_PAGES],
+    pages: Dir<[Slot<T>; PAGE]>,
 }
 
 /// A summary, as `slab`'s: the values themselves may be millions.

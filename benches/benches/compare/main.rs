@@ -13,6 +13,7 @@
 //! cargo bench -p hashwheel-benches --bench compare -- --only=Q1,Q2,Q3,Q4
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W10,W11,W12 --quick
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W11 --w11-count=2000000
+//! cargo bench -p hashwheel-benches --bench compare -- --only=W14 --quick
 //! cargo bench -p hashwheel-benches --bench compare -- --quick --charts=/tmp/charts
 //! ```
 //!
@@ -92,6 +93,9 @@
 //! - `w11`: W11 (growth: tail latency of insert, reset, cancel; a 1 ms
 //!   interval's lateness while a timer grows);
 //! - `w12`: W12 (short sleeps: `light` and `busy`);
+//! - `w14`: W14 (a read timeout rebuilt on every `select!` pass on a
+//!   current-thread runtime, one child process per contender, rounds
+//!   alternating: `--only=W14 [--connections=N] [--w14-rounds=3]`);
 //! - `child`: the child processes of W10–W12 (`--child=W10 ...`);
 //! - `queue`: Q1–Q4 (hashwheel's `DelayQueue` against tokio-util's);
 //! - `alloc` (the counting allocator), `common` (clocks, runtimes, helpers),
@@ -113,6 +117,7 @@ mod rival_charts;
 mod w10;
 mod w11;
 mod w12;
+mod w14;
 mod w9;
 mod w9_scales;
 mod w9_smol;
@@ -128,6 +133,12 @@ fn main() {
         }
         return w9::w9_child(&which, &cfg);
     }
+    if let Some(which) = arg::<String>("w14-child") {
+        return w14::child(&which, &cfg);
+    }
+    if let Some(which) = arg::<String>("w14-cycle") {
+        return w14::cycle_main(&which);
+    }
     if let Some(which) = arg::<String>("child") {
         return match which.as_str() {
             "W10" => w10::child(&cfg),
@@ -139,7 +150,7 @@ fn main() {
     }
     let t0 = std::time::Instant::now();
     eprintln!(
-        "hashwheel compare ({}): W1..W6, W8..W12, Q1..Q4; best of {} interleaved runs",
+        "hashwheel compare ({}): W1..W6, W8..W12, W14, Q1..Q4; best of {} interleaved runs",
         if cfg.quick { "quick" } else { "full" },
         cfg.reps
     );
@@ -223,6 +234,18 @@ fn main() {
     if cfg.runs("W12") {
         lines.extend(w12::w12(&cfg));
         eprintln!("W12 done ({:.1?})", t0.elapsed());
+    }
+    if cfg.runs("W14") {
+        w14::w14(&cfg);
+        eprintln!("W14 done ({:.1?})", t0.elapsed());
+    }
+    if cfg
+        .only
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|w| w == "W14C"))
+    {
+        w14::w14_cycle(&cfg);
+        eprintln!("W14C done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("Q1") {
         rows.push(queue::q1(&cfg));

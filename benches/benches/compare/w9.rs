@@ -191,6 +191,108 @@ async fn w9_conn_tokio(first: Instant, window: (Instant, Instant)) {
     }
 }
 
+/// [`w9_conn_time`] with the idle `Sleep` pinned on the task's stack
+/// (`tokio::pin!`), not boxed: W9 as written with the sleep kept in the
+/// task (`--w9-variant=pinned`, issue 48).
+async fn w9_conn_time_pinned(first: Instant, window: (Instant, Instant)) {
+    let mut hb = hashwheel::time::interval_at(first, HEARTBEAT);
+    let idle = hashwheel::time::sleep(D30);
+    tokio::pin!(idle);
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.as_mut().reset(Instant::now() + D30);
+            }
+            _ = &mut idle => break,
+        }
+    }
+}
+
+/// [`w9_conn_tokio`] with the idle `Sleep` pinned in the task: its timer
+/// entry lives in the task's own memory, which a beat touches anyway.
+async fn w9_conn_tokio_pinned(first: Instant, window: (Instant, Instant)) {
+    let mut hb = tokio::time::interval_at(first, HEARTBEAT);
+    let idle = tokio::time::sleep(D30);
+    tokio::pin!(idle);
+    loop {
+        tokio::select! {
+            due = hb.tick() => {
+                w9_record(due, window);
+                idle.as_mut().reset(Instant::now() + D30);
+            }
+            _ = &mut idle => break,
+        }
+    }
+}
+
+/// How a W9 child writes the storm (`--w9-variant=a,b,...`; issue 48): the
+/// bench's way by default, or the choices an independent harness made,
+/// one by one or all together (`indep`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Variant {
+    /// `pinned`: the idle `Sleep` of `tokio::time` and `hashwheel::time`
+    /// pinned in the task (`tokio::pin!`), not boxed.
+    pub pinned: bool,
+    /// `inside`: the connections spawned with `tokio::spawn` from inside
+    /// `block_on`, which stays in until the window ends, not with
+    /// `rt.spawn` from outside.
+    pub inside: bool,
+    /// `sample64`: lateness recorded for every 64th connection only.
+    pub sample64: bool,
+    /// `warm`: `hashwheel::time`'s default timer brought up by a 1 ms
+    /// sleep in `block_on` before the connections start.
+    pub warm: bool,
+}
+
+impl Variant {
+    /// The variant of `--w9-variant=`, the bench's own without it.
+    pub fn from_args() -> Variant {
+        let list: String = crate::config::arg("w9-variant").unwrap_or_default();
+        let mut v = Variant::default();
+        for part in list.split(',').filter(|p| !p.is_empty()) {
+            match part {
+                "bench" => {}
+                "pinned" => v.pinned = true,
+                "inside" => v.inside = true,
+                "sample64" => v.sample64 = true,
+                "warm" => v.warm = true,
+                "indep" => {
+                    v = Variant {
+                        pinned: true,
+                        inside: true,
+                        sample64: true,
+                        warm: true,
+                    }
+                }
+                other => panic!("W9: unknown variant {other}"),
+            }
+        }
+        v
+    }
+
+    /// Its name, as `--w9-variant=` takes it.
+    pub fn name(&self) -> String {
+        let parts: Vec<&str> = [
+            (self.pinned, "pinned"),
+            (self.inside, "inside"),
+            (self.sample64, "sample64"),
+            (self.warm, "warm"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect();
+        if parts.is_empty() {
+            "bench".to_string()
+        } else if parts.len() == 4 {
+            "indep".to_string()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
 /// One connection of the runtime's floor ([`FloorDriver`]): the flag
 /// the driver sets when its beat is due, and the task's waker.
 struct FloorConn {
@@ -318,6 +420,15 @@ async fn w9_conn_pingora(first: Instant, window: (Instant, Instant)) {
     }
 }
 
+/// Spawns `f` on `rt` from outside it, or with `tokio::spawn` (`None`:
+/// from inside the runtime).
+fn spawn_on<F: Future<Output = ()> + Send + 'static>(rt: Option<&tokio::runtime::Runtime>, f: F) {
+    match rt {
+        Some(rt) => drop(rt.spawn(f)),
+        None => drop(tokio::spawn(f)),
+    }
+}
+
 /// The child: runs one contender's heartbeat storm and prints its figures
 /// as one `W9CHILD key=value ...` line on stdout.
 pub fn w9_child(which: &str, cfg: &Config) {
@@ -343,6 +454,10 @@ pub fn w9_child(which: &str, cfg: &Config) {
         })),
         _ => None,
     };
+    let variant = Variant::from_args();
+    if variant.warm && which == "time" {
+        rt.block_on(async { hashwheel::time::sleep(Duration::from_millis(1)).await });
+    }
     let rss_base = rss_bytes();
     let start = Instant::now() + Duration::from_millis(100);
     let window = (
@@ -350,23 +465,43 @@ pub fn w9_child(which: &str, cfg: &Config) {
         start + Duration::from_millis(cfg.w9_warmup_ms + cfg.w9_window_ms),
     );
     let mut floor = Vec::new();
-    for i in 0..n {
-        let first = start + HEARTBEAT * i as u32 / n as u32;
-        if which == "floor" {
-            let conn = Arc::new(FloorConn {
-                fired: AtomicBool::new(false),
-                waker: AtomicWaker::new(),
-            });
-            floor.push(conn.clone());
-            rt.spawn(w9_conn_floor(conn, first, window));
-            continue;
+    // Each connection's task, spawned on `rt` from outside it, or (`None`,
+    // the variant `inside`) with `tokio::spawn` from inside `block_on`.
+    let mut spawn_all = |rt: Option<&tokio::runtime::Runtime>| {
+        for i in 0..n {
+            let first = start + HEARTBEAT * i as u32 / n as u32;
+            // Lateness of every 64th connection only (`sample64`): an
+            // empty window records nothing.
+            let window = if variant.sample64 && i % 64 != 0 {
+                (window.0, window.0)
+            } else {
+                window
+            };
+            if which == "floor" {
+                let conn = Arc::new(FloorConn {
+                    fired: AtomicBool::new(false),
+                    waker: AtomicWaker::new(),
+                });
+                floor.push(conn.clone());
+                spawn_on(rt, w9_conn_floor(conn, first, window));
+                continue;
+            }
+            match &timer {
+                Some(timer) => spawn_on(rt, w9_conn_hashwheel(timer.clone(), first, window)),
+                None if which == "pingora" => spawn_on(rt, w9_conn_pingora(first, window)),
+                None if which == "time" && variant.pinned => {
+                    spawn_on(rt, w9_conn_time_pinned(first, window))
+                }
+                None if which == "time" => spawn_on(rt, w9_conn_time(first, window)),
+                None if variant.pinned => spawn_on(rt, w9_conn_tokio_pinned(first, window)),
+                None => spawn_on(rt, w9_conn_tokio(first, window)),
+            };
         }
-        match &timer {
-            Some(timer) => rt.spawn(w9_conn_hashwheel(timer.clone(), first, window)),
-            None if which == "pingora" => rt.spawn(w9_conn_pingora(first, window)),
-            None if which == "time" => rt.spawn(w9_conn_time(first, window)),
-            None => rt.spawn(w9_conn_tokio(first, window)),
-        };
+    };
+    if variant.inside {
+        rt.block_on(async { spawn_all(None) });
+    } else {
+        spawn_all(Some(&rt));
     }
     if which == "floor" {
         let _entered = rt.enter();
@@ -453,6 +588,7 @@ pub fn w9_run_at(
         .arg(format!("--workers={workers}"))
         .arg(format!("--warmup-ms={warmup_ms}"))
         .arg(format!("--window-ms={}", cfg.w9_window_ms))
+        .arg(format!("--w9-variant={}", Variant::from_args().name()))
         .stderr(std::process::Stdio::inherit())
         .output()
         .expect("W9 child failed to start");

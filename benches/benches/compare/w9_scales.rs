@@ -114,13 +114,15 @@ pub fn w9_scales(cfg: &Config) {
     }
     println!();
     println!(
-        "W9 across scales: CPU ms/s per round, the mean's ratio to tokio::time's, the median \
+        "W9 across scales, variant `{}` (`--w9-variant=`: bench, pinned, inside, sample64, warm, \
+         indep; see w9::Variant): CPU ms/s per round, the mean's ratio to tokio::time's, the median \
          of the single-round ratios (round i against tokio's round i: a neighbour's burst on \
          the shared machine moves one round, not the median) and the highest, CPU ns per \
          heartbeat (mean) and above the runtime's floor (the same tasks woken at the same \
          instants by a cursor over them, no timer: what any timer pays on this runtime) with its \
          ratio to tokio's, lateness p50 / p99 ms (spread over rounds), RSS growth bytes per \
-         connection (mean)"
+         connection (mean)",
+        crate::w9::Variant::from_args().name()
     );
     println!();
     println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | above the floor (÷ tokio's) | p50 ms | p99 ms | min µs | bytes/conn |");
