@@ -128,7 +128,8 @@ pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
             ("fire: lateness max, ms", 1.0),
             ("fire: lateness min (≥ 0: never early), ms", 0.0),
         ] {
-            let mut these = lines(
+            // The min is a check (≥ 0: never early), not a cost: no ratio.
+            let these = lines(
                 "W4",
                 figure,
                 &[
@@ -137,14 +138,10 @@ pub fn w4(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
                     ("tokio alternative timer", vec![percentile(&alt, p)]),
                 ],
                 "hashwheel Timer",
-                None,
-                3,
-                None,
-            );
-            if p == 0.0 {
-                // A check (≥ 0: never early), not a cost: no ratio.
-                these.iter_mut().for_each(|l| l.base = None);
-            }
+            )
+            .places(3)
+            .check(p == 0.0)
+            .rows();
             extra.extend(these);
         }
     } else {

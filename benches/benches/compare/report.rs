@@ -193,34 +193,90 @@ impl Line {
     }
 }
 
-/// One figure of one workload for every contender that ran: `runs` holds
-/// `(contender, rounds)`; the ratio of each line is to `ours`' figure,
-/// except on `ours`' own line and on `floor`'s (if given).
-pub fn lines(
+/// The rows of one figure: a [`Line`] per contender that ran, each with
+/// its ratio to `ours` (the best of its rounds), but the floor's; built as
+/// `lines(id, figure, runs, ours)`, then what differs: `.floor(..)`,
+/// `.places(..)`, `.chart(..)`, `.check(..)`, and `.rows()`.
+pub struct Lines<'a> {
     id: &'static str,
-    figure: &str,
-    runs: &[(&'static str, Vec<f64>)],
-    ours: &str,
-    floor: Option<&str>,
+    figure: String,
+    runs: &'a [(&'static str, Vec<f64>)],
+    ours: &'a str,
+    floor: Option<&'a str>,
     places: usize,
     chart: Option<&'static str>,
-) -> Vec<Line> {
-    let base = runs.iter().find(|(c, _)| *c == ours).map(|(_, r)| best(r));
-    runs.iter()
-        .filter(|(_, r)| !r.is_empty())
-        .map(|(c, r)| {
-            let mut line = Line::new(id, figure, c, r.clone()).places(places);
-            if *c != ours && Some(*c) != floor {
-                if let Some(b) = base {
-                    line = line.base(b);
+    check: bool,
+}
+
+/// See [`Lines`].
+pub fn lines<'a>(
+    id: &'static str,
+    figure: &str,
+    runs: &'a [(&'static str, Vec<f64>)],
+    ours: &'a str,
+) -> Lines<'a> {
+    Lines {
+        id,
+        figure: figure.to_string(),
+        runs,
+        ours,
+        floor: None,
+        places: 1,
+        chart: None,
+        check: false,
+    }
+}
+
+impl<'a> Lines<'a> {
+    /// The contender that is the runtime's floor (no timer): no ratio.
+    pub fn floor(mut self, floor: Option<&'a str>) -> Self {
+        self.floor = floor;
+        self
+    }
+
+    /// Decimal places of the figures.
+    pub fn places(mut self, places: usize) -> Self {
+        self.places = places;
+        self
+    }
+
+    /// The chart the rows are drawn in, if any.
+    pub fn chart(mut self, chart: Option<&'static str>) -> Self {
+        self.chart = chart;
+        self
+    }
+
+    /// Whether the figure is a check (≥ 0: never early) or an index, not a
+    /// cost: its rows have no ratio.
+    pub fn check(mut self, check: bool) -> Self {
+        self.check = check;
+        self
+    }
+
+    /// The rows.
+    pub fn rows(self) -> Vec<Line> {
+        let base = self
+            .runs
+            .iter()
+            .find(|(c, _)| *c == self.ours)
+            .map(|(_, r)| best(r));
+        self.runs
+            .iter()
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(c, r)| {
+                let mut line = Line::new(self.id, &self.figure, c, r.clone()).places(self.places);
+                if *c != self.ours && Some(*c) != self.floor && !self.check {
+                    if let Some(b) = base {
+                        line = line.base(b);
+                    }
                 }
-            }
-            if let Some(key) = chart {
-                line = line.chart(key);
-            }
-            line
-        })
-        .collect()
+                if let Some(key) = self.chart {
+                    line = line.chart(key);
+                }
+                line
+            })
+            .collect()
+    }
 }
 
 /// The second table: every [`Line`].

@@ -304,29 +304,26 @@ fn flavour_lines(
     let what = if any { "any executor, " } else { "" };
     let name = flavour_name(flavour);
     let floor = runs[0].1.clone();
-    let mut out = lines(
-        "W10",
-        &format!("{what}{name}: CPU ns/request"),
-        runs,
-        ours,
-        Some(runs[0].0),
-        1,
-        chart,
-    );
+    let mut out = lines("W10", &format!("{what}{name}: CPU ns/request"), runs, ours)
+        .floor(Some(runs[0].0))
+        .places(1)
+        .chart(chart)
+        .rows();
     // Above the floor, round by round (each round's floor).
     let above: Vec<(&'static str, Vec<f64>)> = runs[1..]
         .iter()
         .map(|(c, r)| (*c, r.iter().zip(&floor).map(|(v, f)| v - f).collect()))
         .collect();
-    out.extend(lines(
-        "W10",
-        &format!("{what}{name}: CPU ns/request above the floor"),
-        &above,
-        ours,
-        None,
-        1,
-        None,
-    ));
+    out.extend(
+        lines(
+            "W10",
+            &format!("{what}{name}: CPU ns/request above the floor"),
+            &above,
+            ours,
+        )
+        .places(1)
+        .rows(),
+    );
     out
 }
 

@@ -333,15 +333,17 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
                 (_, "p99.99") => "W11 cancel p99.99",
                 _ => "W11 cancel worst",
             };
-            out.extend(lines(
-                "W11",
-                &format!("growth to {n}: {op} {label}, ns"),
-                &per,
-                ours,
-                None,
-                0,
-                Some(chart_key),
-            ));
+            out.extend(
+                lines(
+                    "W11",
+                    &format!("growth to {n}: {op} {label}, ns"),
+                    &per,
+                    ours,
+                )
+                .places(0)
+                .chart(Some(chart_key))
+                .rows(),
+            );
         }
         let at: Vec<(&'static str, Vec<f64>)> = runs
             .iter()
@@ -354,15 +356,11 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
                 &format!("growth to {n}: {op} worst at operation #"),
                 &at,
                 ours,
-                Some(ours),
-                0,
-                None,
             )
-            .into_iter()
-            .map(|mut l| {
-                l.base = None;
-                l
-            }),
+            .floor(Some(ours))
+            .places(0)
+            .check(true)
+            .rows(),
         );
     }
     // The interval's lateness while a Timer grows, and the growing timer's
@@ -397,15 +395,10 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
             &format!("1 ms interval ticks seen while a Timer grows to {grow} (2 workers)"),
             &ticks,
             "hashwheel Timer::interval",
-            None,
-            0,
-            None,
         )
-        .into_iter()
-        .map(|mut l| {
-            l.base = None;
-            l
-        }),
+        .places(0)
+        .check(true)
+        .rows(),
     );
     for (key, label) in [
         ("late_p50_us", "p50"),
@@ -416,17 +409,18 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
             .iter()
             .map(|(c, f)| (*c, vec![get(f, key) / 1e3]))
             .collect();
-        out.extend(lines(
-            "W11",
-            &format!(
-                "1 ms interval lateness {label}, ms, while a Timer grows to {grow} (2 workers)"
-            ),
-            &per,
-            "hashwheel Timer::interval",
-            None,
-            3,
-            None,
-        ));
+        out.extend(
+            lines(
+                "W11",
+                &format!(
+                    "1 ms interval lateness {label}, ms, while a Timer grows to {grow} (2 workers)"
+                ),
+                &per,
+                "hashwheel Timer::interval",
+            )
+            .places(3)
+            .rows(),
+        );
     }
     // Only the growing hashwheel timer has a driver of its own to time.
     let turn: Vec<(&'static str, Vec<f64>)> = iv
@@ -434,15 +428,16 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
         .filter(|(c, _)| *c == "hashwheel Timer::interval")
         .map(|(c, f)| (*c, vec![get(f, "longest_turn_us") / 1e3]))
         .collect();
-    out.extend(lines(
-        "W11",
-        &format!("longest driver turn, ms, while a Timer grows to {grow} (2 workers)"),
-        &turn,
-        "hashwheel Timer::interval",
-        None,
-        3,
-        None,
-    ));
+    out.extend(
+        lines(
+            "W11",
+            &format!("longest driver turn, ms, while a Timer grows to {grow} (2 workers)"),
+            &turn,
+            "hashwheel Timer::interval",
+        )
+        .places(3)
+        .rows(),
+    );
     out
 }
 
@@ -506,15 +501,11 @@ pub fn bounds(cfg: &Config) -> Vec<Line> {
     let mut out = Vec::new();
     let mut worst_boundary: (f64, String) = (0.0, String::new());
     let line = |figure: String, rounds: Vec<f64>, out: &mut Vec<Line>| {
-        out.extend(lines(
-            "W11",
-            &figure,
-            &[(ours, rounds)],
-            ours,
-            None,
-            1,
-            None,
-        ));
+        out.extend(
+            lines("W11", &figure, &[(ours, rounds)], ours)
+                .places(1)
+                .rows(),
+        );
     };
     for j in 10..=bits {
         for (key, what) in [

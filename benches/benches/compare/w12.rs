@@ -358,19 +358,17 @@ pub fn w12(cfg: &Config) -> Vec<Line> {
                 } else {
                     format!("busy ({BUSY_TASKS} tasks, {} s)", cfg.w12_busy_secs)
                 };
-                let mut these = lines(
+                // The min is a check (≥ 0: never early), not a cost: no ratio.
+                let these = lines(
                     "W12",
                     &format!("{what}, {}: {label}", flavour_name(flavour)),
                     &per,
                     CONTENDERS[0].1,
-                    None,
-                    1,
-                    chart(fig),
-                );
-                if fig == "min" {
-                    // A check (≥ 0), not a cost: no ratio.
-                    these.iter_mut().for_each(|l| l.base = None);
-                }
+                )
+                .places(1)
+                .chart(chart(fig))
+                .check(fig == "min")
+                .rows();
                 out.extend(these);
             }
         }

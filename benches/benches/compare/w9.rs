@@ -513,51 +513,90 @@ pub fn w9_child(which: &str, cfg: &Config) {
         });
         driver.ring();
     }
-    if Instant::now() > window.0 {
-        eprintln!("W9 {which}: spawning {n} connections outlasted the warm-up; raise --warmup-ms");
-    }
-    std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
-    let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
-    let wake0 = timer.as_ref().map_or(0, Timer::driver_wakeups);
-    // The timer's own lateness over the window (deadline to wake), beside
-    // the tasks' (`tick()` returns); two `stats()` calls, outside the
-    // measured CPU.
-    let lateness0 = timer.as_ref().map(|t| t.stats().lateness);
-    std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
-    let (cpu1, csw1, wall) = (cpu_time(), rusage_switches(), wall0.elapsed());
+    let wake0 = std::cell::Cell::new(0);
+    let lateness0 = std::cell::Cell::new(None);
+    let measured = measure_window(which, n, window, rss_base, || {
+        wake0.set(timer.as_ref().map_or(0, Timer::driver_wakeups));
+        // The timer's own lateness over the window (deadline to wake),
+        // beside the tasks' (`tick()` returns).
+        lateness0.set(timer.as_ref().map(|t| t.stats().lateness));
+    });
     let wake1 = timer.as_ref().map_or(0, Timer::driver_wakeups);
     let ours = timer
         .as_ref()
-        .zip(lateness0)
+        .zip(lateness0.take())
         .map(|(t, before)| t.stats().lateness.since(&before));
     let timer_us = |q: f64| {
         ours.as_ref()
             .map_or(0.0, |l| l.quantile(q).as_secs_f64() * 1e6)
     };
-    let rss = rss_bytes();
-    // Let heartbeats due just before the window's end come in (late ones
-    // are recorded when they return).
-    std::thread::sleep(Duration::from_millis(300));
-    let (count, min, p50, p99, max) = w9_lateness();
-    let secs = wall.as_secs_f64();
     println!(
-        "W9CHILD cpu_ms_s={:.3} csw_s={:.1} wake_s={:.1} rss={} rss_base={} count={} \
-         min_us={} p50_us={} p99_us={} max_us={} timer_p50_us={} timer_p99_us={}",
-        (cpu1 - cpu0).as_secs_f64() * 1000.0 / secs,
-        (csw1 - csw0) as f64 / secs,
-        (wake1 - wake0) as f64 / secs,
-        rss,
-        rss_base,
-        count,
-        min,
-        p50,
-        p99,
-        max,
+        "{measured} wake_s={:.1} timer_p50_us={} timer_p99_us={}",
+        (wake1 - wake0.get()) as f64 / measured.secs,
         timer_us(0.5),
         timer_us(0.99),
     );
     // Tearing 100,000 tasks down is no part of the figures.
     std::process::exit(0);
+}
+
+/// What a W9 child measured over its window (process CPU, context
+/// switches, RSS, the tasks' heartbeat lateness); its `Display` is the
+/// `W9CHILD` line's common part, which a child extends with its own keys.
+pub(crate) struct Measured {
+    cpu_ms_s: f64,
+    csw_s: f64,
+    rss: u64,
+    rss_base: u64,
+    lateness: (u64, i64, u64, u64, i64),
+    /// The window's length in seconds, for a child's own rates.
+    pub(crate) secs: f64,
+}
+
+impl std::fmt::Display for Measured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (count, min, p50, p99, max) = self.lateness;
+        write!(
+            f,
+            "W9CHILD cpu_ms_s={:.3} csw_s={:.1} rss={} rss_base={} count={count} min_us={min} \
+             p50_us={p50} p99_us={p99} max_us={max}",
+            self.cpu_ms_s, self.csw_s, self.rss, self.rss_base,
+        )
+    }
+}
+
+/// The one measuring window of W9's children (tokio's runtimes and smol's
+/// executor): waits for the warm-up to end, measures the process from
+/// `window.0` to `window.1` (`at_start` runs just after the first reading),
+/// then lets the heartbeats due before its end come in (late ones are
+/// recorded when they return). Says so where spawning the `n` connections
+/// outlasted the warm-up: the window's figures would be nonsense.
+pub(crate) fn measure_window(
+    which: &str,
+    n: usize,
+    window: (Instant, Instant),
+    rss_base: u64,
+    at_start: impl FnOnce(),
+) -> Measured {
+    if Instant::now() > window.0 {
+        eprintln!("W9 {which}: spawning {n} connections outlasted the warm-up; raise --warmup-ms");
+    }
+    std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
+    let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
+    at_start();
+    std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
+    let (cpu1, csw1, wall) = (cpu_time(), rusage_switches(), wall0.elapsed());
+    let rss = rss_bytes();
+    std::thread::sleep(Duration::from_millis(300));
+    let secs = wall.as_secs_f64();
+    Measured {
+        cpu_ms_s: (cpu1 - cpu0).as_secs_f64() * 1000.0 / secs,
+        csw_s: (csw1 - csw0) as f64 / secs,
+        rss,
+        rss_base,
+        lateness: w9_lateness(),
+        secs,
+    }
 }
 
 /// Runs a W9 child for `which`; returns its `key=value` figures.
@@ -665,19 +704,17 @@ pub fn w9(cfg: &Config) -> (Vec<Row>, Vec<Line>) {
             "pingora fast_sleep (heartbeats only: no idle timeout, 10 ms rounding)",
             vec![get(&pingora, k) * scale],
         ));
-        let mut these = lines(
+        // The min is a check (≥ 0: never early), not a cost: no ratio.
+        let these = lines(
             "W9",
             &format!("{label}: {figure}"),
             &runs,
             "hashwheel Timer",
-            None,
-            places,
-            chart,
-        );
-        if k == "min_us" {
-            // A check (≥ 0: never early), not a cost: no ratio.
-            these.iter_mut().for_each(|l| l.base = None);
-        }
+        )
+        .places(places)
+        .chart(chart)
+        .check(k == "min_us")
+        .rows();
         extra.extend(these);
     }
     let rows = vec![

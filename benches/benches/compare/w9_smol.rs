@@ -16,10 +16,10 @@ use smol::future::FutureExt;
 use smol::stream::StreamExt;
 use tokio::time::Instant;
 
-use crate::common::{cpu_time, D30};
+use crate::common::D30;
 use crate::config::Config;
 use crate::report::{lines, Line};
-use crate::w9::{rss_bytes, rusage_switches, w9_lateness, w9_record, HEARTBEAT};
+use crate::w9::{measure_window, rss_bytes, w9_record, HEARTBEAT};
 
 /// One child's `key=value` figures.
 type Figures = Vec<(String, f64)>;
@@ -86,30 +86,7 @@ pub fn child(which: &str, cfg: &Config) {
             other => panic!("W9 on smol: unknown contender {other}"),
         }
     }
-    if Instant::now() > window.0 {
-        eprintln!("W9 {which}: spawning {n} connections outlasted the warm-up; raise --warmup-ms");
-    }
-    std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
-    let (cpu0, csw0, wall0) = (cpu_time(), rusage_switches(), std::time::Instant::now());
-    std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
-    let (cpu1, csw1, wall) = (cpu_time(), rusage_switches(), wall0.elapsed());
-    let rss = rss_bytes();
-    std::thread::sleep(Duration::from_millis(300));
-    let (count, min, p50, p99, max) = w9_lateness();
-    let secs = wall.as_secs_f64();
-    println!(
-        "W9CHILD cpu_ms_s={:.3} csw_s={:.1} rss={} rss_base={} count={} min_us={} p50_us={} \
-         p99_us={} max_us={}",
-        (cpu1 - cpu0).as_secs_f64() * 1000.0 / secs,
-        (csw1 - csw0) as f64 / secs,
-        rss,
-        rss_base,
-        count,
-        min,
-        p50,
-        p99,
-        max,
-    );
+    println!("{}", measure_window(which, n, window, rss_base, || {}));
     std::process::exit(0);
 }
 
@@ -159,18 +136,16 @@ pub fn w9_smol(cfg: &Config) -> Vec<Line> {
                 (*name, values)
             })
             .collect();
-        let mut lines = lines(
+        // The min is a check (≥ 0: never early), not a cost: no ratio.
+        let lines = lines(
             "W9",
             &format!("{label}: {figure}"),
             &these,
             CONTENDERS.last().map_or("", |c| c.1),
-            None,
-            places,
-            None,
-        );
-        if k == "min_us" {
-            lines.iter_mut().for_each(|l| l.base = None);
-        }
+        )
+        .places(places)
+        .check(k == "min_us")
+        .rows();
         out.extend(lines);
     }
     out
