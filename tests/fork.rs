@@ -182,6 +182,53 @@ fn a_fork_takes_far_longer_than_delays_window() {
     }
 }
 
+/// A thread-driven timer is handed out only once its driver thread runs
+/// our code: std starts a thread under a lock of its own (its table of
+/// stack guards), and a process that forked while a new driver thread
+/// held it left the child that lock for ever, where the child's first
+/// `thread::spawn` (its own default timer's) hung. Seen in the line of
+/// forks below on a loaded machine (a `Delay` whose deadline passed while
+/// its timer started completed at once, and the process forked within
+/// microseconds); the window is too short to hit on purpose, so this
+/// checks what closes it: when `build` returns, the thread has named
+/// itself, which std does after that lock. Runs in a process of its own
+/// (this binary again, with one test), where no other test starts threads.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_timer_is_handed_out_once_its_thread_runs() {
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "handed_out_body", "--test-threads=1"])
+        .env(FRESH, "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the fresh process failed: {status}");
+}
+
+/// Threads of this process named as a driver's.
+#[cfg(target_os = "linux")]
+fn driver_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "hashwheel-timer")
+        .count()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn handed_out_body() {
+    if std::env::var_os(FRESH).is_none() {
+        return; // run by the test above, in a process of its own
+    }
+    // Kept: a thread that ends takes std's lock too.
+    let mut timers = Vec::new();
+    for n in 1..=20 {
+        timers.push(Timer::builder().driver_thread().build().unwrap());
+        assert_eq!(driver_threads(), n, "a driver thread not yet running");
+    }
+    fork(|| thread::spawn(|| true).join().unwrap_or(false), || {}).unwrap();
+}
+
 /// A line of forks deeper than any fixed table: each process down a line
 /// of 100 starts a default timer of its own (a `Delay` that completes),
 /// then forks the next. Before the fix the 65th panicked ("no room for the

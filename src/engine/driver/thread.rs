@@ -80,9 +80,11 @@ pub(crate) fn start(
     let weak = Arc::downgrade(&common);
     drop(common);
     let live = LIVE.fetch_add(1, Ordering::Relaxed) + 1;
+    let (started, running) = std::sync::mpsc::sync_channel(1);
     let spawned = std::thread::Builder::new()
         .name(THREAD_NAME.into())
         .spawn(move || {
+            let _ = started.send(());
             run(&weak, &shards, &alarm, &runner);
             LIVE.fetch_sub(1, Ordering::Relaxed);
         });
@@ -90,6 +92,17 @@ pub(crate) fn start(
         LIVE.fetch_sub(1, Ordering::Relaxed);
         return Err(err);
     }
+    // The timer is not handed out before its thread runs our code: std
+    // starts a thread under a lock of its own (the stack-overflow
+    // handler's table), and a process that forked while a new driver
+    // thread held it left its child that lock held for ever, so that the
+    // child's first `thread::spawn` (its own default timer's) hung. A
+    // `Delay` whose deadline passed while the timer started completes at
+    // once, and its parent forked within microseconds (tests/fork.rs, a
+    // line of forks, on a loaded machine). A thread that ends takes that
+    // lock too: a thread-driven `Timer` dropped just before a `fork` may
+    // still leave it to the child (the default timer never ends).
+    let _ = running.recv();
     if live > TOO_MANY && !WARNED.swap(true, Ordering::Relaxed) {
         // On stderr too, as the runtime's too-many-timers warning (see
         // `live.rs`): it must reach a program without a subscriber.
