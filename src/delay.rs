@@ -205,7 +205,7 @@ fn is_here(timeout: &Timeout) -> bool {
     let now = Instant::now();
     let timer = timeout.timer_id();
     let last = LAST_POLL.try_with(Cell::get).ok().flatten();
-    let here = match last {
+    match last {
         Some((at, checked))
             if checked == timer
                 && FINE_CLOCK.load(Ordering::Relaxed)
@@ -213,14 +213,29 @@ fn is_here(timeout: &Timeout) -> bool {
                     .checked_duration_since(at)
                     .is_some_and(|since| since < SAME_PROCESS_WITHIN) =>
         {
+            let _ = LAST_POLL.try_with(|last| last.set(Some((now, timer))));
             true
         }
         // Not in the window, another timer, or a clock that went back (a
         // child in a time namespace of its own): ask.
-        _ => timeout.timer_is_here(),
-    };
+        _ => ask(timeout),
+    }
+}
+
+/// [`is_here`] out of its window: the timer's fork check, and a window
+/// that starts where the check ended (from its start, the check's own
+/// few hundred nanoseconds left the next poll out of it, and a busy thread
+/// once out paid the check on every poll: W10's `Delay` cost 1,200 ns a
+/// request on a loaded machine, 3× a `Timer::timeout`). A fork between
+/// the check and the reading would be inside this very poll, which the
+/// check could not see either.
+#[cold]
+#[inline(never)]
+fn ask(timeout: &Timeout) -> bool {
+    let here = timeout.timer_is_here();
     if here {
-        let _ = LAST_POLL.try_with(|last| last.set(Some((now, timer))));
+        let at = Instant::now();
+        let _ = LAST_POLL.try_with(|last| last.set(Some((at, timeout.timer_id()))));
     }
     here
 }
@@ -292,14 +307,15 @@ fn build() -> Timer {
 /// timer starts its own. In a child, the first poll panics as
 /// [`Delay::new`] does if the child's timer cannot start.
 ///
-/// The check is in the poll of a pending `Delay`; [`Delay::new`] and
+/// The check is in a poll that leaves the `Delay` pending (a poll that
+/// completes it waits on nothing, and checks nothing); [`Delay::new`] and
 /// [`reset`](Delay::reset) make no system call. A poll asks the kernel
 /// whether this is the process whose timer the delay is on (a `getpid`,
 /// and where the id is that process's, an `F_GETLK`: the timer's process
 /// holds a record lock that no child inherits, so a child forked into a
 /// new pid namespace, which may have its parent's id, is told apart too;
 /// about 400 ns on a virtual machine, more than the rest of a delay's
-/// life) unless the same thread polled a pending `Delay` of the same timer
+/// life) unless the same thread left a `Delay` of the same timer pending
 /// less than a microsecond before: no fork fits in that time (only the
 /// forking thread lives on in the child, and it spent the whole fork in
 /// the kernel, tens of microseconds at the least), so a busy thread (a
@@ -446,13 +462,20 @@ impl Future for Delay {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        // The fork check: a poll may leave the delay waiting on its timer's
-        // thread, which a forked child does not have (a completed delay
-        // waits on nothing).
-        if !this.timeout.is_complete() && !is_here(&this.timeout) {
-            this.move_to(Process::current());
-        }
         // futures-timer's `Delay` takes no part in tokio's budget.
+        let poll = this.timeout.poll_timer(cx);
+        // The fork check, where the poll leaves the delay waiting on its
+        // timer's thread, which a forked child does not have, or says it
+        // was cancelled (a child's copy of its parent's timer cancels what
+        // it cannot reach). A delay that fired waits on nothing: its
+        // deadline has passed, whichever process polls it (a poll in a
+        // child reads its copy of the parent's timer, and sets nothing of
+        // the parent's: see `ThreadAlarm::arm`), and a busy thread (W12)
+        // completes its delays with no clock reading.
+        if poll.is_ready() && !this.timeout.is_cancelled() || is_here(&this.timeout) {
+            return poll;
+        }
+        this.move_to(Process::current());
         this.timeout.poll_timer(cx)
     }
 }

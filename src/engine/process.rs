@@ -72,15 +72,17 @@ impl Origin {
     /// a `getpid` (another id: another process); then the witness, where
     /// there is one (an `F_GETLK`); else the pid namespace, where it can be
     /// read now and could be at the build (a few microseconds); else the
-    /// id alone. Slow paths only.
+    /// id alone. Slow paths only: two system calls in the process itself.
     pub(crate) fn is_current(&self) -> bool {
         if std::process::id() != self.pid() {
             return false;
         }
-        if let Some(here) = self.witness.as_ref().and_then(Witness::is_current) {
+        // The id matched: the witness (without a second `getpid`), else
+        // the namespace.
+        if let Some(here) = self.witness.as_ref().and_then(Witness::held_here) {
             return here;
         }
-        self.process.is_current()
+        self.process.is_current_namespace()
     }
 }
 
@@ -124,10 +126,14 @@ impl Process {
     /// its parent's id), where both this process's and the caller's are
     /// known: a namespace that cannot be read (no `/proc`, or no longer)
     /// leaves the id alone to decide.
+    #[cfg(test)]
     pub(crate) fn is_current(self) -> bool {
-        if std::process::id() != self.pid() {
-            return false;
-        }
+        std::process::id() == self.pid() && self.is_current_namespace()
+    }
+
+    /// Whether the caller's pid namespace is this process's, where both
+    /// are known: the test after the id's (see [`Origin::is_current`]).
+    fn is_current_namespace(self) -> bool {
         let ours = self.namespace();
         ours == 0 || pid_namespace().map_or(true, |theirs| theirs == ours)
     }
@@ -162,11 +168,10 @@ mod record_lock {
     /// A process's record lock, held from its making to the end of the
     /// process (or the witness's drop): where the calling process holds it,
     /// it is the process that made it. One file descriptor (a `memfd`, close
-    /// on exec).
+    /// on exec). Asked only after a `getpid` matched the maker's id (see
+    /// [`Origin::is_current`](super::Origin::is_current)).
     #[derive(Debug)]
     pub(crate) struct Witness {
-        /// The maker's process id.
-        pid: u32,
         lock: rustix::fd::OwnedFd,
     }
 
@@ -177,26 +182,21 @@ mod record_lock {
             use rustix::fs::{fcntl_lock, memfd_create, FlockOperation, MemfdFlags};
             let lock = memfd_create("hashwheel-process", MemfdFlags::CLOEXEC).ok()?;
             fcntl_lock(&lock, FlockOperation::NonBlockingLockExclusive).ok()?;
-            Some(Witness {
-                pid: std::process::id(),
-                lock,
-            })
+            Some(Witness { lock })
         }
 
-        /// Whether the calling process made it, as far as a process alive
-        /// beside its maker can tell: a `getpid` (another id: another process),
-        /// then whether another process holds the lock (`F_GETLK`: the maker,
-        /// alive, seen from a child of it, whatever the child's id). `None`
-        /// where the kernel would not say (the descriptor was closed under us).
+        /// Whether the calling process, whose id is the maker's, made it,
+        /// as far as a process alive beside its maker can tell: whether
+        /// another process holds the lock (`F_GETLK`: the maker, alive,
+        /// seen from a child of it, whatever the child's id and namespace).
+        /// `None` where the kernel would not say (the descriptor was closed
+        /// under us).
         ///
         /// Once the maker has exited nobody holds the lock, and a process with
         /// the maker's id (a descendant in another pid namespace, or one that
         /// reused the id) is taken for it, as by a `getpid` alone.
-        pub(crate) fn is_current(&self) -> Option<bool> {
+        pub(crate) fn held_here(&self) -> Option<bool> {
             use rustix::process::{fcntl_getlk, Flock, FlockOffsetType, FlockType};
-            if std::process::id() != self.pid {
-                return Some(false);
-            }
             let whole = Flock {
                 start: 0,
                 length: 0,
@@ -224,7 +224,7 @@ mod no_witness {
             None
         }
 
-        pub(crate) fn is_current(&self) -> Option<bool> {
+        pub(crate) fn held_here(&self) -> Option<bool> {
             match *self {}
         }
     }

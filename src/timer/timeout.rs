@@ -509,13 +509,6 @@ impl Timeout {
         self.shard.common.clock.tick_us
     }
 
-    /// Whether the timeout completed and its poll says so without the
-    /// timer (fired or cancelled, and seen so).
-    #[cfg(feature = "thread")]
-    pub(crate) fn is_complete(&self) -> bool {
-        matches!(self.kind(), FIRED | CANCELLED)
-    }
-
     /// Whether this is the process that built the timer, not a child
     /// forked from it (see `Common::is_here`; a slow path).
     #[cfg(feature = "thread")]
