@@ -823,16 +823,31 @@ impl Timeout {
                 }
             }
             REGISTERED => {
-                // Pending, and its entry holds a waker of this task: the
-                // steady state of an idle timeout polled again and again.
-                if let Some(mut state) = this.shard.lock_unless_forked() {
-                    if let Ok(Some(waker)) = state.wheel.pending_value_mut(this.key()) {
-                        if waker.will_wake(cx.waker()) {
-                            return Poll::Pending;
-                        }
+                let key = this.key();
+                let Some(mut state) = this.shard.lock_unless_forked() else {
+                    return this.poll_registered(cx);
+                };
+                let done = match state.wheel.pending_value_mut(key) {
+                    // Pending, and its entry holds a waker of this task:
+                    // the steady state of an idle timeout polled again and
+                    // again.
+                    Ok(Some(waker)) if waker.will_wake(cx.waker()) => return Poll::Pending,
+                    Ok(_) => {
+                        drop(state);
+                        return this.poll_registered(cx);
                     }
-                }
-                this.poll_registered(cx)
+                    // Fired (or cancelled): taken out under this same lock,
+                    // the common end of a sleep (W12, W13: one lock a
+                    // completion, not two).
+                    Err(State::Fired) => FIRED,
+                    Err(_) => CANCELLED,
+                };
+                let tick = this.registered_tick(|| state.wheel.tick(key));
+                let (_, waker) = state.wheel.remove(key);
+                drop(state);
+                drop(waker);
+                this.set_done(done, tick);
+                Poll::Ready(())
             }
             FIRED => {
                 this.word &= !UNPOLLED;
