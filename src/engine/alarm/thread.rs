@@ -23,6 +23,12 @@
 //!   arm, made under the lock, comes either before the thread looks at the
 //!   deadline or while it waits, and then notifies it.
 //!
+//! A single ring of the timerfd (not the periodic one) 250 µs or more
+//! ahead is set as much sooner as the thread has lately woken late from
+//! one, at most `timerfd::LEAD` (25 µs), and the woken thread spins the
+//! rest: a turn comes at its instant rather than a wake-up's latency after
+//! it, never before.
+//!
 //! Modelled, with a broken variant that loses the wake-up, in
 //! `tests/shuttle_thread.rs`. `--cfg hashwheel_condvar` picks the Condvar
 //! on Linux too, so that CI runs the other platforms' path.
@@ -39,9 +45,9 @@ use crate::wheel::raw::NEVER;
 // `Condvar` elsewhere (and on Linux under `--cfg hashwheel_condvar`, so
 // that CI runs the other platforms' path): the one seam of this file.
 #[cfg(all(target_os = "linux", not(hashwheel_condvar)))]
-use timerfd::Bell;
+use timerfd::{Bell, Lead};
 #[cfg(any(not(target_os = "linux"), hashwheel_condvar))]
-use condvar::Bell;
+use condvar::{Bell, Lead};
 
 /// The state under the lock.
 #[derive(Debug)]
@@ -56,6 +62,10 @@ struct State {
     /// timerfd, set by [`ThreadAlarm::rearm`]) rather than once: while it does,
     /// the driver's re-arm for the next tick of the grid is no syscall.
     periodic: bool,
+    /// How early the bell rings a single ring (the timerfd's; nothing for
+    /// the `Condvar`, which reads none of it).
+    #[cfg_attr(any(not(target_os = "linux"), hashwheel_condvar), allow(dead_code))]
+    lead: Lead,
 }
 
 /// The thread driver's alarm.
@@ -92,6 +102,7 @@ impl ThreadAlarm {
                 at: Instant::now(),
                 shut: false,
                 periodic: false,
+                lead: Lead::default(),
             }),
             origin,
             bell: Bell::new()?,
@@ -119,7 +130,7 @@ impl ThreadAlarm {
         state.armed = tick;
         state.at = at;
         state.periodic = false;
-        self.bell.ring(Some(at));
+        self.bell.ring(&mut state, Some(at));
         true
     }
 
@@ -194,7 +205,8 @@ impl ThreadAlarm {
         let mut state = self.lock();
         state.shut = true;
         state.periodic = false;
-        self.bell.ring(Some(state.at.min(Instant::now())));
+        let now = state.at.min(Instant::now());
+        self.bell.ring(&mut state, Some(now));
     }
 
     /// Sleeps until the armed time, or until shut.
@@ -211,6 +223,38 @@ mod timerfd {
 
     use super::{State, ThreadAlarm, Woke};
 
+    /// The most a single ring is set sooner than its instant (see
+    /// [`Bell::wait`]). A thread asleep on the timerfd wakes a wake-up's
+    /// latency after its time, 7 to 30 µs at the median on a 2-core VM
+    /// (the driver's own lateness, `Stats::lateness`, in rows of 300 µs
+    /// and 1 ms sleeps), and a timer's task wakes a second thread's
+    /// wake-up after that, where async-io's reactor wakes the task's
+    /// thread once. W13's rows on smol (three rounds, load average 3-4),
+    /// lateness p50: `after(300 µs)` 7.5 µs, 17.7 without the lead,
+    /// async-io 13.8; `after(1 ms)` 18.5, 31.6, async-io 29.4; W12 light on
+    /// 2 workers, `Delay` 27 µs, 63 without; the process's CPU within the
+    /// rounds' spread.
+    pub(super) const LEAD: Duration = Duration::from_micros(25);
+
+    /// A single ring sooner than this is set at its instant, so that the
+    /// spin costs at most a tenth of the time the thread sleeps; a
+    /// periodic ring (every tick of the grid has work: W12 `busy`, W9) is
+    /// never early.
+    pub(super) const LEAD_FROM: Duration = Duration::from_micros(250);
+
+    /// How early the bell sets a single ring, learnt from how late the
+    /// thread wakes from one (under the alarm's lock).
+    #[derive(Debug, Default)]
+    pub(super) struct Lead {
+        /// The instant a single ring was set for, where it was ahead of
+        /// the clock when set: how late the thread woke from it is a
+        /// sample of [`late`](Lead::late).
+        pub(super) ring: Option<Instant>,
+        /// How late the thread wakes from a ring (a moving average): how
+        /// much sooner the next single ring is set, up to [`LEAD`].
+        pub(super) late: Duration,
+    }
+
     #[derive(Debug)]
     pub(super) struct Bell(rustix::fd::OwnedFd);
 
@@ -222,10 +266,22 @@ mod timerfd {
             )?))
         }
 
-        /// Rings once at `at` (at once if it has passed); `None` disarms.
-        /// Under the alarm's lock.
-        pub(super) fn ring(&self, at: Option<Instant>) {
-            self.set(at, None);
+        /// Rings once at `at` (at once if it has passed), as much sooner
+        /// as the thread has lately woken late (at most [`LEAD`], where
+        /// `at` is [`LEAD_FROM`] or more ahead; see [`wait`](Self::wait));
+        /// `None` disarms. Under the alarm's lock.
+        pub(super) fn ring(&self, state: &mut State, at: Option<Instant>) {
+            let now = Instant::now();
+            let lead = &mut state.lead;
+            let ring = at.map(|at| {
+                if at.saturating_duration_since(now) >= LEAD_FROM {
+                    at - lead.late.min(LEAD)
+                } else {
+                    at
+                }
+            });
+            lead.ring = ring.filter(|ring| *ring > now);
+            self.set(ring, None);
         }
 
         /// [`ThreadAlarm::rearm`]'s setting of the bell, under the lock:
@@ -242,19 +298,24 @@ mod timerfd {
                 Some(_) if state.periodic => false,
                 Some(period) => {
                     state.periodic = true;
+                    state.lead.ring = None;
                     self.set(Some(at), Some(period));
                     true
                 }
                 None if tick == u64::MAX && !state.periodic => false,
                 None => {
                     state.periodic = false;
-                    self.set((tick != u64::MAX).then_some(at), None);
+                    self.ring(state, (tick != u64::MAX).then_some(at));
                     true
                 }
             }
         }
 
-        /// Sleeps in a read of the timerfd.
+        /// Sleeps in a read of the timerfd. A single ring was set a little
+        /// early (see [`ring`](Self::ring)): the rest is spun, so that the
+        /// turn comes at the instant rather than a wake-up's latency after
+        /// it. Bounded: an arm meanwhile only moves the instant sooner, and
+        /// none is waited for longer than twice the most lead.
         pub(super) fn wait(&self, alarm: &ThreadAlarm) -> Woke {
             if alarm.lock().shut {
                 return Woke::Shut;
@@ -273,11 +334,26 @@ mod timerfd {
                     }
                 }
             }
-            if alarm.lock().shut {
-                Woke::Shut
-            } else {
-                Woke::Due
+            let woke = Instant::now();
+            let spin_to = {
+                let mut state = alarm.lock();
+                if state.shut {
+                    return Woke::Shut;
+                }
+                let lead = &mut state.lead;
+                if let Some(ring) = lead.ring.take() {
+                    let late = woke.saturating_duration_since(ring).min(4 * LEAD);
+                    lead.late = lead.late - lead.late / 8 + late / 8;
+                }
+                (!state.periodic && state.armed != u64::MAX).then_some(state.at)
+            };
+            if let Some(at) = spin_to {
+                let until = at.min(woke + 2 * LEAD);
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                }
             }
+            Woke::Due
         }
 
         /// Sets the timerfd to ring at `at` (at once if it has passed), and
@@ -337,6 +413,10 @@ mod condvar {
 
     use super::{State, ThreadAlarm, Woke};
 
+    /// A `Condvar` waits to the instant: no lead.
+    #[derive(Debug, Default)]
+    pub(super) struct Lead;
+
     #[derive(Debug)]
     pub(super) struct Bell(Condvar);
 
@@ -346,7 +426,7 @@ mod condvar {
         }
 
         /// Wakes the thread, which looks at the armed time again.
-        pub(super) fn ring(&self, _at: Option<Instant>) {
+        pub(super) fn ring(&self, _state: &mut State, _at: Option<Instant>) {
             self.0.notify_one();
         }
 
@@ -445,5 +525,29 @@ mod tests {
         assert_eq!(alarm.wait(), Woke::Due);
         alarm.shut();
         assert_eq!(alarm.wait(), Woke::Shut);
+    }
+
+    /// A single ring far enough ahead is set sooner by how late the thread
+    /// has lately woken, and the wait spins the rest: it returns at its
+    /// instant, never before (the driver's turn then finds everything due
+    /// at it), however late the thread woke before.
+    #[test]
+    fn a_ring_set_early_returns_no_sooner_than_its_instant() {
+        use super::timerfd::{LEAD, LEAD_FROM};
+        let alarm = ThreadAlarm::new(Arc::new(Origin::here())).unwrap();
+        alarm.lock().lead.late = LEAD * 2;
+        for ahead in [LEAD_FROM, LEAD_FROM * 4, Duration::from_micros(40)] {
+            for _ in 0..5 {
+                let at = Instant::now() + ahead;
+                assert!(alarm.arm(1, at));
+                assert_eq!(alarm.wait(), Woke::Due);
+                assert!(Instant::now() >= at, "returned before its instant");
+                alarm.rearm(u64::MAX, Instant::now(), None);
+            }
+        }
+        let at = Instant::now() + LEAD_FROM;
+        assert!(alarm.rearm(2, at, None));
+        assert_eq!(alarm.wait(), Woke::Due);
+        assert!(Instant::now() >= at, "the driver's re-arm, early too");
     }
 }
