@@ -187,8 +187,10 @@ const SAME_PROCESS_WITHIN: Duration = Duration::from_micros(1);
 static FINE_CLOCK: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
-    /// When this thread last polled a pending `Delay`, and the timer (by
-    /// [`Timeout::timer_id`]) it found to be this process's then.
+    /// When this thread was last known to be in the process of a timer
+    /// (by [`Timeout::timer_id`]), and that timer: a poll that left a
+    /// `Delay` of it pending, or a `Delay` made within the window of one
+    /// (see [`renew`]).
     static LAST_POLL: Cell<Option<(Instant, usize)>> = const { Cell::new(None) };
 }
 
@@ -220,6 +222,29 @@ fn is_here(timeout: &Timeout) -> bool {
         // child in a time namespace of its own): ask.
         _ => ask(timeout),
     }
+}
+
+/// A clock reading `now` this thread took as it made a delay on the timer
+/// of `timeout`: if the thread was in that timer's process less than
+/// [`SAME_PROCESS_WITHIN`] before it, no fork came between, and the window
+/// starts again at it. Free (the reading gives the delay its deadline),
+/// and it keeps a busy thread in its window from one delay to the next
+/// where the polls alone are further apart: W12 busy left 40% of its
+/// pending polls out of the window, each a `getpid` and an `F_GETLK`.
+#[inline]
+fn renew(timeout: &Timeout, now: Instant) {
+    let timer = timeout.timer_id();
+    let _ = LAST_POLL.try_with(|last| {
+        if let Some((at, checked)) = last.get() {
+            if checked == timer
+                && now
+                    .checked_duration_since(at)
+                    .is_some_and(|since| since < SAME_PROCESS_WITHIN)
+            {
+                last.set(Some((now, timer)));
+            }
+        }
+    });
 }
 
 /// [`is_here`] out of its window: the timer's fork check, and a window
@@ -386,9 +411,9 @@ impl Delay {
     #[track_caller]
     #[inline]
     pub fn new(dur: Duration) -> Delay {
-        Delay {
-            timeout: default_timer().sleep(dur),
-        }
+        let (timeout, now) = default_timer().sleep_read(dur);
+        renew(&timeout, now);
+        Delay { timeout }
     }
 
     /// Moves the deadline to `dur` from now, earlier or later; a delay that
@@ -430,6 +455,9 @@ impl Delay {
     #[inline]
     pub(crate) fn new_exact(dur: Duration, grid: u64) -> (Delay, Option<Instant>) {
         let (timeout, deadline) = default_timer().sleep_exact_on(dur, grid);
+        if let Some(now) = deadline.and_then(|deadline| deadline.checked_sub(dur)) {
+            renew(&timeout, now);
+        }
         (Delay { timeout }, deadline)
     }
 
@@ -521,6 +549,31 @@ mod tests {
             std::thread::sleep(Duration::from_micros(200));
         }
         assert!(start.elapsed() >= Duration::from_millis(2));
+    }
+
+    /// A clock reading taken as a delay is made moves the window only from
+    /// inside it, and only for the timer it was opened for: a reading
+    /// after a gap as long as a fork (a child's first) leaves it where it
+    /// was, and the next poll asks.
+    #[test]
+    fn a_delay_made_renews_the_window_only_from_inside_it() {
+        let timeout = default_timer().sleep(Duration::from_secs(60));
+        let timer = timeout.timer_id();
+        let last = || LAST_POLL.with(Cell::get);
+        let long_ago = Instant::now() - Duration::from_millis(10);
+        LAST_POLL.with(|last| last.set(Some((long_ago, timer))));
+        renew(&timeout, Instant::now());
+        assert_eq!(last(), Some((long_ago, timer)), "out of the window");
+        let just_now = Instant::now();
+        LAST_POLL.with(|last| last.set(Some((just_now, timer ^ 1))));
+        renew(&timeout, just_now);
+        assert_eq!(last(), Some((just_now, timer ^ 1)), "another timer's");
+        LAST_POLL.with(|last| last.set(Some((just_now, timer))));
+        let soon = just_now + SAME_PROCESS_WITHIN / 2;
+        renew(&timeout, soon);
+        assert_eq!(last(), Some((soon, timer)), "inside: renewed");
+        renew(&timeout, just_now);
+        assert_eq!(last(), Some((soon, timer)), "a reading before it");
     }
 
     /// Past the first page of slots (a process more than 63 forks down a

@@ -123,7 +123,13 @@ impl Clock {
     /// to tokio's, where "never" would leave a task that awaits it with
     /// nothing else to wake it hanging for ever.
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        let since = self.now().saturating_duration_since(self.start);
+        self.tick_after_from(self.now(), delay)
+    }
+
+    /// [`tick_after`](Self::tick_after) from the clock reading `now`.
+    #[inline]
+    pub(crate) fn tick_after_from(&self, now: Instant, delay: Duration) -> u64 {
+        let since = now.saturating_duration_since(self.start);
         match since.checked_add(delay).and_then(micros_ceil) {
             Some(tick) if tick < NEVER => tick,
             _ => self.far_tick(since),

@@ -869,6 +869,19 @@ impl Timer {
 }
 
 impl Timer {
+    /// [`sleep`](Timer::sleep), and the clock reading its deadline counts
+    /// from (a `Delay`'s fork check takes it as a sign of life of its
+    /// thread: see `delay::renew`).
+    #[cfg(feature = "thread")]
+    #[track_caller]
+    #[inline]
+    pub(crate) fn sleep_read(&self, delay: Duration) -> (Timeout, Instant) {
+        let clock = &self.shared.common.clock;
+        let now = clock.now();
+        let tick = clock.tick_after_from(now, delay);
+        (unwrap(self.timeout_at_tick(tick, delay.is_zero())), now)
+    }
+
     /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
     /// `delay`, to the nanosecond; `None` if that overflows (the timeout
     /// then never completes). The timeout keeps it rounded up to the
