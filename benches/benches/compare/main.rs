@@ -12,6 +12,7 @@
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W9 --connections=100000 --workers=2
 //! cargo bench -p hashwheel-benches --bench compare -- --only=Q1,Q2,Q3,Q4
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W10,W11,W12 --quick
+//! cargo bench -p hashwheel-benches --bench compare -- --only=ANY --any-rounds=5
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W11 --w11-count=2000000
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W14 --quick
 //! cargo bench -p hashwheel-benches --bench compare -- --quick --charts=/tmp/charts
@@ -96,6 +97,13 @@
 //! - `w14`: W14 (a read timeout rebuilt on every `select!` pass on a
 //!   current-thread runtime, one child process per contender, rounds
 //!   alternating: `--only=W14 [--connections=N] [--w14-rounds=3]`);
+//! - `w13`: W13 (a smol burst: 10,000 `Timer::after(1–11 ms)` on one
+//!   smol `Executor`, then rows of 300 µs and 1 ms sleeps; async-io's
+//!   `Timer` against `hashwheel::async_io::Timer`);
+//! - `any`: the any-executor tables in one place (`--only=ANY`, or
+//!   `W10A`, `W12A`, `W13` alone; `--any-rounds=N`, 3 by default): W10 on
+//!   a current-thread runtime and 2 workers, W12 on 2 workers and W13,
+//!   every contender in rounds, medians with their spread;
 //! - `child`: the child processes of W10–W12 (`--child=W10 ...`);
 //! - `queue`: Q1–Q4 (hashwheel's `DelayQueue` against tokio-util's);
 //! - `alloc` (the counting allocator), `common` (clocks, runtimes, helpers),
@@ -104,6 +112,7 @@
 //!   of W10–W12, log scale, from the second table's lines).
 
 mod alloc;
+mod any;
 mod charts;
 mod child;
 mod common;
@@ -117,6 +126,7 @@ mod rival_charts;
 mod w10;
 mod w11;
 mod w12;
+mod w13;
 mod w14;
 mod w9;
 mod w9_scales;
@@ -145,6 +155,7 @@ fn main() {
             "W11" => w11::child(&cfg),
             "W11-bounds" => w11::bounds_child(&cfg),
             "W12" => w12::child(&cfg),
+            "W13" => w13::child(&cfg),
             other => panic!("unknown child workload {other}"),
         };
     }
@@ -246,6 +257,13 @@ fn main() {
     {
         w14::w14_cycle(&cfg);
         eprintln!("W14C done ({:.1?})", t0.elapsed());
+    }
+    if cfg.only.as_deref().is_some_and(|o| {
+        o.split(',')
+            .any(|w| ["ANY", "W10A", "W12A", "W13"].contains(&w))
+    }) {
+        any::any(&cfg);
+        eprintln!("any executor done ({:.1?})", t0.elapsed());
     }
     if cfg.runs("Q1") {
         rows.push(queue::q1(&cfg));
