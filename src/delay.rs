@@ -454,10 +454,8 @@ impl Delay {
     #[track_caller]
     #[inline]
     pub(crate) fn new_exact(dur: Duration, grid: u64) -> (Delay, Option<Instant>) {
-        let (timeout, deadline) = default_timer().sleep_exact_on(dur, grid);
-        if let Some(now) = deadline.and_then(|deadline| deadline.checked_sub(dur)) {
-            renew(&timeout, now);
-        }
+        let (timeout, deadline, now) = default_timer().sleep_exact_read(dur, grid);
+        renew(&timeout, now);
         (Delay { timeout }, deadline)
     }
 

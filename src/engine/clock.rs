@@ -145,7 +145,18 @@ impl Clock {
     /// keep [`FAR_FUTURE`] out).
     #[inline]
     pub(crate) fn deadline_after(&self, delay: Duration, grid: u64) -> (u64, Option<Instant>) {
-        let now = self.now();
+        self.deadline_after_from(self.now(), delay, grid)
+    }
+
+    /// [`deadline_after`](Self::deadline_after) from the clock reading
+    /// `now`.
+    #[inline]
+    pub(crate) fn deadline_after_from(
+        &self,
+        now: Instant,
+        delay: Duration,
+        grid: u64,
+    ) -> (u64, Option<Instant>) {
         let Some(deadline) = now.checked_add(delay) else {
             return (NEVER, None);
         };

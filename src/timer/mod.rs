@@ -883,29 +883,42 @@ impl Timer {
     }
 
     /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
-    /// `delay`, to the nanosecond; `None` if that overflows (the timeout
-    /// then never completes). The timeout keeps it rounded up to the
-    /// microsecond, and up to a grid of `grid` microseconds from the
-    /// timer's start (1: none; never early), so that timeouts set alike
-    /// share the driver's turns.
+    /// `delay`, to the nanosecond (`None` if that overflows: the timeout
+    /// then never completes), kept rounded up to the microsecond and up to
+    /// a grid of `grid` microseconds from the timer's start (1: none; never
+    /// early), so that timeouts set alike share the driver's turns; and
+    /// the clock reading it counts from (see [`sleep_read`](Timer::sleep_read)).
+    #[cfg(feature = "thread")]
     #[track_caller]
     #[inline]
-    pub(crate) fn sleep_exact_on(&self, delay: Duration, grid: u64) -> (Timeout, Option<Instant>) {
-        let (tick, deadline) = self.shared.common.clock.deadline_after(delay, grid);
-        (
-            unwrap(self.timeout_at_tick(tick, delay.is_zero())),
-            deadline,
-        )
+    pub(crate) fn sleep_exact_read(
+        &self,
+        delay: Duration,
+        grid: u64,
+    ) -> (Timeout, Option<Instant>, Instant) {
+        let clock = &self.shared.common.clock;
+        let now = clock.now();
+        let (tick, deadline) = clock.deadline_after_from(now, delay, grid);
+        let timeout = unwrap(self.timeout_at_tick(tick, delay.is_zero()));
+        (timeout, deadline, now)
     }
+
 }
 
 #[cfg(feature = "tokio")]
 impl Timer {
-    /// [`sleep_exact_on`](Timer::sleep_exact_on) without a grid.
+    /// [`sleep`](Timer::sleep), and the deadline it computed: now plus
+    /// `delay`, to the nanosecond; `None` if that overflows (the timeout
+    /// then never completes). The timeout keeps it rounded up to the
+    /// microsecond.
     #[track_caller]
     #[inline]
     pub(crate) fn sleep_exact(&self, delay: Duration) -> (Timeout, Option<Instant>) {
-        self.sleep_exact_on(delay, 1)
+        let (tick, deadline) = self.shared.common.clock.deadline_after(delay, 1);
+        (
+            unwrap(self.timeout_at_tick(tick, delay.is_zero())),
+            deadline,
+        )
     }
 
     /// `Err` with why the timer stopped, if it did.
