@@ -102,7 +102,7 @@ impl ThreadAlarm {
                 at: Instant::now(),
                 shut: false,
                 periodic: false,
-                lead: Lead::default(),
+                lead: Lead::new(),
             }),
             origin,
             bell: Bell::new()?,
@@ -253,6 +253,12 @@ mod timerfd {
         /// How late the thread wakes from a ring (a moving average): how
         /// much sooner the next single ring is set, up to [`LEAD`].
         pub(super) late: Duration,
+    }
+
+    impl Lead {
+        pub(super) fn new() -> Lead {
+            Lead::default()
+        }
     }
 
     #[derive(Debug)]
@@ -414,8 +420,14 @@ mod condvar {
     use super::{State, ThreadAlarm, Woke};
 
     /// A `Condvar` waits to the instant: no lead.
-    #[derive(Debug, Default)]
+    #[derive(Debug)]
     pub(super) struct Lead;
+
+    impl Lead {
+        pub(super) fn new() -> Lead {
+            Lead
+        }
+    }
 
     #[derive(Debug)]
     pub(super) struct Bell(Condvar);
