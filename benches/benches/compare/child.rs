@@ -90,22 +90,22 @@ pub const ALT_TIMER: bool = cfg!(tokio_unstable);
 pub const ALT_NOTE: &str = "tokio's alternative timer left out: build the bench with \
      RUSTFLAGS=\"--cfg tokio_unstable\" (in a target directory of its own) to measure it";
 
-/// A tokio runtime of `flavour` (`ct`: current-thread; `1w`, `2w`: that
-/// many workers), with tokio's alternative timer if `alt`.
+/// A tokio runtime of `flavour` (`ct`: current-thread; `Nw`: `N` workers,
+/// `1w`, `2w`, `16w`...), with tokio's alternative timer if `alt`.
 ///
 /// # Panics
 ///
-/// `alt` without `--cfg tokio_unstable`, or on a current-thread runtime.
+/// An unknown flavour, `alt` without `--cfg tokio_unstable`, or `alt` on a
+/// current-thread runtime.
 #[track_caller]
 pub fn runtime(flavour: &str, alt: bool) -> Runtime {
     let mut b = match flavour {
         "ct" => Builder::new_current_thread(),
-        "1w" | "2w" => {
+        other => {
             let mut b = Builder::new_multi_thread();
-            b.worker_threads(if flavour == "1w" { 1 } else { 2 });
+            b.worker_threads(workers(other));
             b
         }
-        other => panic!("unknown runtime flavour {other}"),
     };
     b.enable_all();
     if alt {
@@ -118,14 +118,33 @@ pub fn runtime(flavour: &str, alt: bool) -> Runtime {
     b.build().unwrap()
 }
 
+/// The workers of a `Nw` flavour.
+///
+/// # Panics
+///
+/// Anything but `Nw` with `N` ≥ 1.
+#[track_caller]
+pub fn workers(flavour: &str) -> usize {
+    flavour
+        .strip_suffix('w')
+        .and_then(|n| n.parse().ok())
+        .filter(|&n: &usize| n >= 1)
+        .unwrap_or_else(|| panic!("unknown runtime flavour {flavour} (ct, or Nw: N workers)"))
+}
+
 /// What the flavours are called in the table.
-pub fn flavour_name(flavour: &str) -> &'static str {
+pub fn flavour_name(flavour: &str) -> String {
     match flavour {
-        "ct" => "current-thread",
-        "1w" => "1 worker",
-        "2w" => "2 workers",
-        "pool2" => "futures ThreadPool, 2 threads",
-        "thread" => "plain threads",
-        _ => "?",
+        "ct" => "current-thread".into(),
+        "1w" => "1 worker".into(),
+        "pool2" => "futures ThreadPool, 2 threads".into(),
+        "thread" => "plain threads".into(),
+        other => match other
+            .strip_suffix('w')
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            Some(n) => format!("{n} workers"),
+            None => "?".into(),
+        },
     }
 }

@@ -32,14 +32,21 @@ pub struct Config {
     pub w10_loops: usize,
     /// W10 rounds, contenders alternating within each (`--w10-rounds=N`).
     pub w10_rounds: usize,
+    /// W10's runtimes (`--w10-flavours=ct,1w,2w,any`, the default: `ct` a
+    /// current-thread runtime, `Nw` N workers, `any` the any-executor
+    /// table).
+    pub w10_flavours: String,
     /// W11 timers grown to, one at a time (`--w11-count=N`).
     pub w11_count: usize,
     /// W11 timers the `Timer` grows to while a 1 ms interval is measured
     /// (`--w11-grow=N`).
     pub w11_grow: usize,
     /// W11's boundary part: one shard grown to 2^N keys, every insert
-    /// timed, three rounds (`--w11-bounds=N`).
+    /// timed, three rounds (`--w11-bounds=N`; 0 leaves the part out).
     pub w11_bounds: u32,
+    /// The workers of W11's interval part (`--w11-workers=N`, 2 by
+    /// default).
+    pub w11_workers: usize,
     /// W12 `light` sleeps (`--w12-light=N`).
     pub w12_light: usize,
     /// W12 `busy` seconds per contender and flavour (`--w12-busy-secs=S`).
@@ -53,6 +60,10 @@ pub struct Config {
     /// on a `--quick` run or with `--no-charts`.
     pub charts: Option<PathBuf>,
 }
+
+/// W10's runtimes by default: current-thread, 1 and 2 workers, and the
+/// any-executor table.
+const W10_FLAVOURS: &str = "ct,1w,2w,any";
 
 /// The value of `--name=value`, if given (and parsable).
 pub fn arg<T: FromStr>(name: &str) -> Option<T> {
@@ -92,9 +103,11 @@ impl Config {
                 q_pairs: 200_000,
                 w10_loops: 200,
                 w10_rounds: 2,
+                w10_flavours: W10_FLAVOURS.into(),
                 w11_count: 300_000,
                 w11_grow: 300_000,
                 w11_bounds: 20,
+                w11_workers: 2,
                 w12_light: 500,
                 w12_busy_secs: 1.0,
                 q_hold: 200_000,
@@ -123,9 +136,11 @@ impl Config {
                 q_pairs: 1_000_000,
                 w10_loops: 1_000,
                 w10_rounds: 3,
+                w10_flavours: W10_FLAVOURS.into(),
                 w11_count: 4_000_000,
                 w11_grow: 2_000_000,
                 w11_bounds: 24,
+                w11_workers: 2,
                 w12_light: 2_000,
                 w12_busy_secs: 3.0,
                 q_hold: 1_000_000,
@@ -143,9 +158,11 @@ impl Config {
             w9_rounds: arg("w9-rounds").unwrap_or(cfg.w9_rounds),
             w10_loops: arg("w10-loops").unwrap_or(cfg.w10_loops),
             w10_rounds: arg("w10-rounds").unwrap_or(cfg.w10_rounds),
+            w10_flavours: arg("w10-flavours").unwrap_or(cfg.w10_flavours),
             w11_count: arg("w11-count").unwrap_or(cfg.w11_count),
             w11_grow: arg("w11-grow").unwrap_or(cfg.w11_grow),
             w11_bounds: arg("w11-bounds").unwrap_or(cfg.w11_bounds),
+            w11_workers: arg("w11-workers").unwrap_or(cfg.w11_workers),
             w12_light: arg("w12-light").unwrap_or(cfg.w12_light),
             w12_busy_secs: arg("w12-busy-secs").unwrap_or(cfg.w12_busy_secs),
             charts: charts_dir(quick),

@@ -263,12 +263,17 @@ type Runs = Vec<(&'static str, Vec<f64>)>;
 /// rounds alternating; returns each flavour's `(contender, rounds)`.
 fn measure(
     cfg: &Config,
-    flavours: &[&'static str],
+    flavours: &[&str],
     contenders: &[(&'static str, &'static str)],
-) -> Vec<(&'static str, Runs)> {
-    let mut out: Vec<(&'static str, Runs)> = flavours
+) -> Vec<(String, Runs)> {
+    let mut out: Vec<(String, Runs)> = flavours
         .iter()
-        .map(|f| (*f, contenders.iter().map(|c| (c.1, Vec::new())).collect()))
+        .map(|f| {
+            (
+                f.to_string(),
+                contenders.iter().map(|c| (c.1, Vec::new())).collect(),
+            )
+        })
         .collect();
     for round in 0..cfg.w10_rounds {
         for (flavour, runs) in &mut out {
@@ -336,19 +341,28 @@ pub fn w10(cfg: &Config) -> Vec<Line> {
         cfg.w10_loops, cfg.w10_rounds
     );
     let mut out = Vec::new();
-    for (flavour, runs) in measure(cfg, &["ct", "1w", "2w"], TOKIO_CONTENDERS) {
-        let chart = match flavour {
-            "ct" => "W10 ct",
-            "1w" => "W10 1w",
-            _ => "W10 2w",
+    // `--w10-flavours=ct,1w,2w,any` (the default): the tokio table's
+    // runtimes (`Nw`: N workers) and, with `any`, the any-executor table.
+    let flavours: Vec<&str> = cfg.w10_flavours.split(',').collect();
+    let tokio: Vec<&str> = flavours.iter().copied().filter(|f| *f != "any").collect();
+    for (flavour, runs) in measure(cfg, &tokio, TOKIO_CONTENDERS) {
+        // Only the default runtimes have a chart of their own.
+        let chart = match flavour.as_str() {
+            "ct" => Some("W10 ct"),
+            "1w" => Some("W10 1w"),
+            "2w" => Some("W10 2w"),
+            _ => None,
         };
         out.extend(flavour_lines(
-            flavour,
+            &flavour,
             &runs,
             TOKIO_CONTENDERS[1].1,
-            Some(chart),
+            chart,
             false,
         ));
+    }
+    if !flavours.contains(&"any") {
+        return out;
     }
     // On any executor, the ratios are to hashwheel's thread-driven timer
     // where it is built, else to futures-timer's (the incumbent).
@@ -363,7 +377,7 @@ pub fn w10(cfg: &Config) -> Vec<Line> {
         } else {
             "W10 any 2w"
         };
-        out.extend(flavour_lines(flavour, &runs, ours, Some(chart), true));
+        out.extend(flavour_lines(&flavour, &runs, ours, Some(chart), true));
     }
     out
 }

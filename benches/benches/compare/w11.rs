@@ -8,12 +8,13 @@
 //! one `Instant::now()` (about 20–30 ns here) besides the operation; the
 //! same for every contender.
 //!
-//! Second part: on a 2-worker runtime, the lateness of a 1 ms interval
-//! (`tokio::time::interval`, and a hashwheel one on the growing timer)
-//! while another task grows a hashwheel `Timer` (`sleep_until` + one poll,
-//! yielding every 1,024 inserts). The crate exposes no "longest driver
-//! turn" statistic, so the interval's lateness stands for it: a turn that
-//! stalls shows up there.
+//! Second part: on a 2-worker runtime (`--w11-workers=N` for another
+//! count), the lateness of a 1 ms interval (`tokio::time::interval`, the
+//! same on tokio's alternative timer where built in, and a hashwheel one on
+//! the growing timer) while another task grows a hashwheel `Timer`
+//! (`sleep_until` + one poll, yielding every 1,024 inserts), and the
+//! growing timer's longest driver turn (`Stats::longest_turn`): a turn that
+//! stalls shows up in both.
 //!
 //! Third part (also alone: `--only=W11-bounds`): no insert may do work that
 //! grows with the timer. One shard (`shards(1)`, so that every key lands in
@@ -34,7 +35,7 @@ use hashwheel::{Timeout, Timer};
 use tokio::time::{Instant, Sleep};
 
 use crate::child::{self, get, need};
-use crate::common::{best, current_thread, poll_once, two_workers};
+use crate::common::{best, current_thread, poll_once};
 use crate::config::Config;
 use crate::report::{lines, Line};
 
@@ -221,7 +222,8 @@ pub fn child(_cfg: &Config) {
 /// `interval-hashwheel`, the latter on the growing timer) while another
 /// task grows a hashwheel `Timer` to `n`; prints its lateness.
 fn interval_child(which: &str, n: usize) {
-    let rt = two_workers();
+    let workers: usize = need("workers");
+    let rt = child::runtime(&format!("{workers}w"), which == "interval-alt");
     let timer = rt.block_on(async { Timer::new() });
     let done = Arc::new(AtomicBool::new(false));
     let period = Duration::from_millis(1);
@@ -235,7 +237,7 @@ fn interval_child(which: &str, n: usize) {
                 let due: Instant = due.into();
                 late.push(Instant::now().saturating_duration_since(due).as_micros() as u64);
             }
-            if which == "interval-tokio" {
+            if which == "interval-tokio" || which == "interval-alt" {
                 let mut iv = tokio::time::interval(period);
                 while !done.load(Ordering::Relaxed) {
                     let due = iv.tick().await;
@@ -366,16 +368,27 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
     // The interval's lateness while a Timer grows, and the growing timer's
     // longest driver turn (`Stats::longest_turn`).
     let grow = cfg.w11_grow;
+    let workers = cfg.w11_workers;
+    let on = if workers == 1 {
+        "1 worker".to_string()
+    } else {
+        format!("{workers} workers")
+    };
     let mut iv = Vec::new();
-    for (which, name) in [
+    let mut intervals = vec![
         ("interval-tokio", "tokio::time::interval"),
         ("interval-hashwheel", "hashwheel Timer::interval"),
-    ] {
+    ];
+    if child::ALT_TIMER {
+        intervals.push(("interval-alt", "tokio::time::interval, alternative timer"));
+    }
+    for (which, name) in intervals {
         let f = child::run(
             "W11",
             &[
                 ("contender", which.to_string()),
                 ("count", grow.to_string()),
+                ("workers", workers.to_string()),
             ],
         );
         eprintln!(
@@ -392,7 +405,7 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
     out.extend(
         lines(
             "W11",
-            &format!("1 ms interval ticks seen while a Timer grows to {grow} (2 workers)"),
+            &format!("1 ms interval ticks seen while a Timer grows to {grow} ({on})"),
             &ticks,
             "hashwheel Timer::interval",
         )
@@ -413,7 +426,7 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
             lines(
                 "W11",
                 &format!(
-                    "1 ms interval lateness {label}, ms, while a Timer grows to {grow} (2 workers)"
+                    "1 ms interval lateness {label}, ms, while a Timer grows to {grow} ({on})"
                 ),
                 &per,
                 "hashwheel Timer::interval",
@@ -431,7 +444,7 @@ pub fn w11(cfg: &Config) -> Vec<Line> {
     out.extend(
         lines(
             "W11",
-            &format!("longest driver turn, ms, while a Timer grows to {grow} (2 workers)"),
+            &format!("longest driver turn, ms, while a Timer grows to {grow} ({on})"),
             &turn,
             "hashwheel Timer::interval",
         )
@@ -492,6 +505,10 @@ pub fn bounds_child(_cfg: &Config) {
 pub fn bounds(cfg: &Config) -> Vec<Line> {
     const ROUNDS: usize = 3;
     let bits = cfg.w11_bounds;
+    if bits == 0 {
+        eprintln!("W11: boundaries left out (--w11-bounds=0)");
+        return Vec::new();
+    }
     eprintln!("W11: one shard grown to 2^{bits} keys, every insert timed, {ROUNDS} rounds");
     let runs: Vec<_> = (0..ROUNDS)
         .map(|_| child::run("W11-bounds", &[("bits", bits.to_string())]))

@@ -8,8 +8,8 @@
 //! these machines). Prints one table with every round, the mean, the ratio
 //! of the means to tokio's and the highest single-round ratio, and draws
 //! `w9-scales.svg`: CPU per heartbeat against the connection count.
-//! `--w9-scale=100000x1` (a comma-separated list of `CONNECTIONSxWORKERS`)
-//! runs only those rows.
+//! `--w9-scale=100000x1,1000000x16` (a comma-separated list of
+//! `CONNECTIONSxWORKERS`, any counts) runs those rows instead.
 
 use std::path::Path;
 
@@ -81,14 +81,24 @@ pub fn w9_scales(cfg: &Config) {
         eprintln!("W9 scales: {ALT_NOTE}");
     }
     let mut results: Vec<((usize, usize), Vec<Rounds>)> = Vec::new();
-    // `--w9-scale=100000x1,10000x2` runs only those rows (the others as
-    // they are in SCALES).
+    // `--w9-scale=100000x1,1000000x16` runs those rows instead
+    // (`CONNECTIONSxWORKERS`, any counts).
     let picked: Option<String> = crate::config::arg("w9-scale");
-    let wanted = |n: usize, workers: usize| match &picked {
-        None => true,
-        Some(list) => list.split(',').any(|s| s == format!("{n}x{workers}")),
+    let scales: Vec<(usize, usize)> = match &picked {
+        None => SCALES.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                s.split_once('x')
+                    .and_then(|(n, w)| Some((n.parse().ok()?, w.parse().ok()?)))
+                    .filter(|&(n, w)| n > 0 && w > 0)
+                    .unwrap_or_else(|| {
+                        panic!("--w9-scale: {s} is not CONNECTIONSxWORKERS (e.g. 1000000x16)")
+                    })
+            })
+            .collect(),
     };
-    for &(n, workers) in SCALES.iter().filter(|&&(n, w)| wanted(n, w)) {
+    for &(n, workers) in &scales {
         let mut these: Vec<Rounds> = who
             .iter()
             .map(|&(_, name)| Rounds {
