@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use hashwheel::Timer;
 
+mod common;
+
 /// tokio's budget: ready polls a task may make before it must yield.
 const BUDGET: usize = 128;
 /// The most loop passes before another task runs: the budget, and the
@@ -294,6 +296,54 @@ fn ready_polls_spend_the_budget_pending_polls_do_not() {
             timed.await.is_err(),
             "the deadline came through a spent budget"
         );
+    });
+}
+
+/// With the budget spent, a timeout that has not fired is pending and
+/// waits for its own wake (it looks at the budget only once ready: the
+/// common poll costs no thread-local read); one that has fired is pending
+/// too, its task woken at once, and ready on the next poll (a fired
+/// timeout stays ready). A `WithTimeout` whose deadline had passed before
+/// the budget ran out elsewhere in the task yields the same way, and ends
+/// with `Elapsed` once polled again. Each poll gets a waker of its own
+/// (tokio defers the wakes of a spent budget to the end of the task's
+/// poll, one per waker).
+#[test]
+fn a_spent_budget_holds_back_only_ready_timeouts() {
+    on_current_thread("spent budget", true, || async {
+        let timer = Timer::new();
+        let mut far = timer.sleep(Duration::from_secs(60));
+        let mut zero = timer.sleep(Duration::ZERO);
+        let mut elapsed =
+            std::pin::pin!(timer.timeout(Duration::ZERO, std::future::pending::<()>()));
+        let wakers: Vec<_> = (0..4).map(|_| common::counting_waker()).collect();
+        poll_fn(|_| {
+            let cx = |i: usize| std::task::Context::from_waker(&wakers[i].1);
+            // Spend the task's budget.
+            while let Poll::Ready(unit) = tokio::task::coop::poll_proceed(&mut cx(0)) {
+                unit.made_progress();
+            }
+            assert!(Pin::new(&mut far).poll(&mut cx(1)).is_pending());
+            assert!(Pin::new(&mut zero).poll(&mut cx(2)).is_pending());
+            assert!(elapsed.as_mut().poll(&mut cx(3)).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        tokio::task::yield_now().await;
+        let wakes: Vec<usize> = wakers.iter().map(|(w, _)| w.wakes()).collect();
+        assert_eq!(
+            wakes,
+            [1, 0, 1, 1],
+            "woken at once: the spent budget, the fired sleep, the elapsed \
+             timeout; not the pending sleep"
+        );
+        assert!(poll_fn(|cx| Poll::Ready(Pin::new(&mut zero).poll(cx)))
+            .await
+            .is_ready());
+        assert!(elapsed.await.is_err());
+        assert!(poll_fn(|cx| Poll::Ready(Pin::new(&mut far).poll(cx)))
+            .await
+            .is_pending());
     });
 }
 

@@ -23,37 +23,30 @@ use tokio_budget as imp;
 #[cfg(not(feature = "tokio"))]
 use no_budget as imp;
 
-pub(crate) use imp::{has_budget_remaining, poll_proceed, poll_unconstrained};
+pub(crate) use imp::{has_budget_remaining, poll_proceed};
+
+use std::task::{ready, Context, Poll};
+
+/// Spends a unit of the task's budget for a ready poll: ready, or, with
+/// none left, pending with the task woken again at once.
+#[inline]
+pub(crate) fn spend(cx: &mut Context<'_>) -> Poll<()> {
+    ready!(poll_proceed(cx)).made_progress();
+    Poll::Ready(())
+}
 
 /// tokio's budget, on a tokio task (none elsewhere: every call proceeds).
 #[cfg(feature = "tokio")]
 mod tokio_budget {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
-
     /// `poll_proceed` takes a unit of the task's budget (pending with none
     /// left) and hands back a `RestoreOnPending`: dropped unused, it gives
     /// the unit back (the poll was pending); `made_progress` spends it.
     pub(crate) use tokio::task::coop::{has_budget_remaining, poll_proceed};
-
-    /// Polls `fut` with the budget lifted: tokio's `Timeout` does so for
-    /// its deadline when the future it wraps spent the task's last unit,
-    /// so that the deadline is still seen.
-    #[inline]
-    pub(crate) fn poll_unconstrained<F: Future + Unpin>(
-        fut: &mut F,
-        cx: &mut Context<'_>,
-    ) -> Poll<F::Output> {
-        Pin::new(&mut tokio::task::coop::unconstrained(fut)).poll(cx)
-    }
 }
 
 /// Without tokio there is no budget: every poll proceeds.
 #[cfg(not(feature = "tokio"))]
 mod no_budget {
-    use std::future::Future;
-    use std::pin::Pin;
     use std::task::{Context, Poll};
 
     /// What `poll_proceed` hands back.
@@ -73,13 +66,5 @@ mod no_budget {
     #[inline(always)]
     pub(crate) fn has_budget_remaining() -> bool {
         true
-    }
-
-    #[inline(always)]
-    pub(crate) fn poll_unconstrained<F: Future + Unpin>(
-        fut: &mut F,
-        cx: &mut Context<'_>,
-    ) -> Poll<F::Output> {
-        Pin::new(fut).poll(cx)
     }
 }

@@ -112,7 +112,7 @@ use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
@@ -477,12 +477,8 @@ impl<F: Future> Future for Scope<F> {
         };
         // As `WithTimeout`'s: the deadline is seen through a budget the
         // future spent (see `coop`).
-        let poll = if had_budget_before && !coop::has_budget_remaining() {
-            coop::poll_unconstrained(timeout, cx)
-        } else {
-            Pin::new(&mut *timeout).poll(cx)
-        };
-        poll.map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
+        ready!(timeout.poll_deadline(cx, had_budget_before));
+        Poll::Ready(Err(timeout.elapsed().inherited_if(*this.inherited)))
     }
 }
 

@@ -754,13 +754,12 @@ impl Timeout {
                         self.set(CANCELLED, 0);
                         return false;
                     };
-                    // An interval's entry counts pending until its
-                    // interval is dropped, fired (a tick untaken) or not:
-                    // read before the word is cleared below.
-                    let beat = shard.deadlines.is_beat(self.key());
                     // The word first: its line comes in while the
-                    // entry's do (see `Deadlines::remove`).
-                    shard.deadlines.remove(self.key(), self.gen());
+                    // entry's do (see `Deadlines::remove`). It says
+                    // whether the entry is an interval's, which counts
+                    // pending until its interval is dropped, fired (a tick
+                    // untaken) or not.
+                    let beat = shard.deadlines.remove(self.key(), self.gen());
                     let (state, waker) = guard.wheel.remove(self.key());
                     if state == State::Pending || beat && state == State::Fired {
                         guard.counts.cancelled += 1;
@@ -795,19 +794,36 @@ impl Future for Timeout {
 
     /// Takes part in tokio's cooperative budget as tokio's `Sleep` does
     /// (see `coop`): a ready poll spends a unit of the task's budget, and
-    /// with none left the poll is pending, the task woken again at once.
+    /// with none left it is pending instead, the task woken again at once
+    /// (a fired timeout stays ready). A pending poll spends none.
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let coop = ready!(coop::poll_proceed(cx));
-        let poll = self.get_mut().poll_timer(cx);
-        if poll.is_ready() {
-            coop.made_progress();
-        }
-        poll
+        let this = self.get_mut();
+        ready!(this.poll_timer(cx));
+        coop::spend(cx)
     }
 }
 
 impl Timeout {
+    /// The deadline of a [`WithTimeout`] or a deadline scope, polled after
+    /// the future it bounds was pending, as tokio's `Timeout` polls its
+    /// `Sleep`: ready, it spends a unit of tokio's cooperative budget,
+    /// unless the future spent the task's last unit during this same poll
+    /// (`had_budget_before`, and none now), where the deadline is seen
+    /// through the budget, so that a future that always exhausts it still
+    /// times out.
+    #[inline]
+    pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>, had_budget_before: bool) -> Poll<()> {
+        // Pending (the common case: a request in time), the budget is not
+        // looked at.
+        ready!(self.poll_timer(cx));
+        if had_budget_before && !coop::has_budget_remaining() {
+            Poll::Ready(())
+        } else {
+            coop::spend(cx)
+        }
+    }
+
     /// [`poll`](Future::poll) without tokio's budget: for the faces whose
     /// originals take no part in it (futures-timer's `Delay`, async-io's
     /// `Timer`).
@@ -1086,11 +1102,7 @@ impl<F: Future> Future for WithTimeout<F> {
             return Poll::Ready(Ok(output));
         }
         let timeout = this.timeout;
-        let poll = if had_budget_before && !coop::has_budget_remaining() {
-            coop::poll_unconstrained(timeout, cx)
-        } else {
-            Pin::new(&mut *timeout).poll(cx)
-        };
-        poll.map(|()| Err(timeout.elapsed().inherited_if(*this.inherited)))
+        ready!(timeout.poll_deadline(cx, had_budget_before));
+        Poll::Ready(Err(timeout.elapsed().inherited_if(*this.inherited)))
     }
 }
