@@ -41,7 +41,9 @@
 //! reference count that every worker of the runtime shares: with request
 //! timeouts on 2 workers (W10 there, 1,000 tasks each looping
 //! `timeout(30 s, f)`) it costs about 30 ns a request over
-//! [`Timer::timeout`] (184.2 against 152.6 ns of CPU).
+//! [`Timer::timeout`] (184.2 against 152.6 ns of CPU), and on 16 workers
+//! of a 16-core machine about 1.9 µs (2,235 against 364 ns: 6.1×, still
+//! 0.16× `tokio::time::timeout`'s, which clones the same count).
 //!
 //! Keep a [`Timer`] handle instead (say [`Timer::current`], once per
 //! connection) to skip the lookup on hot paths, or when you want several
