@@ -51,6 +51,84 @@ use pin_project_lite::pin_project;
 use crate::error::Error;
 use crate::timer::Timer;
 
+/// The accessors that [`Timeout`] and [`ScopeService`] share (each wraps an
+/// inner service, a timer and a duration): `timeout`, `get_ref`, `get_mut`
+/// and `into_inner`, with their doc examples, written once.
+macro_rules! service_accessors {
+    ($ty:ident, $timeout_doc:literal) => {
+        impl<S> $ty<S> {
+            #[doc = $timeout_doc]
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            ///
+            #[doc = concat!("let svc = hashwheel::tower::", stringify!($ty), "::new((), hashwheel::Timer::new(), Duration::from_secs(3));")]
+            /// assert_eq!(svc.timeout(), Duration::from_secs(3));
+            /// # }
+            /// ```
+            pub fn timeout(&self) -> Duration {
+                self.timeout
+            }
+
+            /// The inner service.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            ///
+            #[doc = concat!("let svc = hashwheel::tower::", stringify!($ty), "::new(5u8, hashwheel::Timer::new(), Duration::from_secs(3));")]
+            /// assert_eq!(*svc.get_ref(), 5);
+            /// # }
+            /// ```
+            pub fn get_ref(&self) -> &S {
+                &self.inner
+            }
+
+            /// The inner service, mutably.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            ///
+            #[doc = concat!("let mut svc = hashwheel::tower::", stringify!($ty), "::new(5u8, hashwheel::Timer::new(), Duration::from_secs(3));")]
+            /// *svc.get_mut() += 1;
+            /// assert_eq!(*svc.get_ref(), 6);
+            /// # }
+            /// ```
+            pub fn get_mut(&mut self) -> &mut S {
+                &mut self.inner
+            }
+
+            /// Gives back the inner service.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// # #[tokio::main(flavor = "current_thread")]
+            /// # async fn main() {
+            /// use std::time::Duration;
+            ///
+            #[doc = concat!("let svc = hashwheel::tower::", stringify!($ty), "::new(\"inner\", hashwheel::Timer::new(), Duration::from_secs(3));")]
+            /// assert_eq!(svc.into_inner(), "inner");
+            /// # }
+            /// ```
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+    };
+}
+
 mod scope;
 
 pub use scope::{ScopeFuture, ScopeLayer, ScopeService};
@@ -205,76 +283,9 @@ impl<S> Timeout<S> {
             timeout,
         }
     }
-
-    /// The deadline given to each request.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let svc = hashwheel::tower::Timeout::new((), hashwheel::Timer::new(), Duration::from_secs(3));
-    /// assert_eq!(svc.timeout(), Duration::from_secs(3));
-    /// # }
-    /// ```
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    /// The inner service.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let svc = hashwheel::tower::Timeout::new(5u8, hashwheel::Timer::new(), Duration::from_secs(3));
-    /// assert_eq!(*svc.get_ref(), 5);
-    /// # }
-    /// ```
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let mut svc = hashwheel::tower::Timeout::new(5u8, hashwheel::Timer::new(), Duration::from_secs(3));
-    /// *svc.get_mut() += 1;
-    /// assert_eq!(*svc.get_ref(), 6);
-    /// # }
-    /// ```
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Gives back the inner service.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let svc = hashwheel::tower::Timeout::new("inner", hashwheel::Timer::new(), Duration::from_secs(3));
-    /// assert_eq!(svc.into_inner(), "inner");
-    /// # }
-    /// ```
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
+
+service_accessors!(Timeout, "The deadline given to each request.");
 
 impl<S, Request> Service<Request> for Timeout<S>
 where

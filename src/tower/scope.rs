@@ -160,76 +160,12 @@ impl<S> ScopeService<S> {
             timeout,
         }
     }
-
-    /// The deadline given to each request, from its call.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let svc = hashwheel::tower::ScopeService::new((), hashwheel::Timer::new(), Duration::from_secs(3));
-    /// assert_eq!(svc.timeout(), Duration::from_secs(3));
-    /// # }
-    /// ```
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    /// The inner service.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let svc = hashwheel::tower::ScopeService::new(5u8, hashwheel::Timer::new(), Duration::from_secs(3));
-    /// assert_eq!(*svc.get_ref(), 5);
-    /// # }
-    /// ```
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let mut svc = hashwheel::tower::ScopeService::new(5u8, hashwheel::Timer::new(), Duration::from_secs(3));
-    /// *svc.get_mut() += 1;
-    /// assert_eq!(*svc.get_ref(), 6);
-    /// # }
-    /// ```
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Gives back the inner service.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let svc = hashwheel::tower::ScopeService::new("inner", hashwheel::Timer::new(), Duration::from_secs(3));
-    /// assert_eq!(svc.into_inner(), "inner");
-    /// # }
-    /// ```
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
+
+service_accessors!(
+    ScopeService,
+    "The deadline given to each request, from its call."
+);
 
 impl<S, Request> Service<Request> for ScopeService<S>
 where
