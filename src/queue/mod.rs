@@ -409,6 +409,187 @@ impl<T, A: QueueAlarm> Queue<T, A> {
     }
 }
 
+/// What the two `DelayQueue` faces (tokio's, `crate::DelayQueue`, and the
+/// executor-free one, `crate::async_io::DelayQueue`) share word for word
+/// but their doc examples' setup: `clear`, `capacity`, `len`, `is_empty`,
+/// `reserve`, `shrink_to_fit`, `compact` and the `Unpin`, `Default`,
+/// `Stream` and `Debug` impls, written once. Each face calls it with its
+/// path (`path`), the lines that open a doc example's async block (`open`)
+/// and the one that closes it (`close`); the face's module imports `fmt`,
+/// `Pin`, `Context`, `Poll` and `Stream`, and its queue is a
+/// `crate::queue::Queue` in the field `queue`.
+macro_rules! delay_queue_common {
+    (path: $path:literal, open: [$($open:literal),+], close: $close:literal) => {
+        impl<T> DelayQueue<T> {
+            /// Removes every item, keeping the capacity; every key becomes stale, and
+            /// [`poll_expired`](Self::poll_expired) returns `Ready(None)`.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            $(#[doc = $open])+
+            #[doc = concat!("use ", $path, ";")]
+            /// use std::time::Duration;
+            ///
+            /// let mut queue = DelayQueue::new();
+            /// queue.insert("foo", Duration::from_secs(5));
+            /// queue.clear();
+            /// assert!(queue.is_empty());
+            #[doc = $close]
+            /// ```
+            pub fn clear(&mut self) {
+                self.queue.clear();
+            }
+
+            /// How many items the queue holds without allocating.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let queue: ", $path, "<i32> = ", $path, "::with_capacity(10);")]
+            /// assert_eq!(queue.capacity(), 10);
+            /// ```
+            #[must_use]
+            pub fn capacity(&self) -> usize {
+                self.queue.capacity()
+            }
+
+            /// How many items the queue holds, expired or not.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            $(#[doc = $open])+
+            #[doc = concat!("use ", $path, ";")]
+            /// use std::time::Duration;
+            ///
+            /// let mut queue = DelayQueue::new();
+            /// queue.insert(3, Duration::from_secs(5));
+            /// assert_eq!(queue.len(), 1);
+            #[doc = $close]
+            /// ```
+            #[must_use]
+            pub fn len(&self) -> usize {
+                self.queue.len()
+            }
+
+            /// Whether the queue holds no item (expired or not).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let queue: ", $path, "<()> = ", $path, "::new();")]
+            /// assert!(queue.is_empty());
+            /// ```
+            #[must_use]
+            pub fn is_empty(&self) -> bool {
+                self.queue.is_empty()
+            }
+
+            /// Makes room for at least `additional` more items.
+            ///
+            /// # Panics
+            ///
+            /// If the queue would hold more than `u32::MAX - 3` items, or the
+            /// allocation fails.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            $(#[doc = $open])+
+            #[doc = concat!("use ", $path, ";")]
+            /// use std::time::Duration;
+            ///
+            /// let mut queue = DelayQueue::new();
+            /// queue.insert("hello", Duration::from_secs(10));
+            /// queue.reserve(10);
+            /// assert!(queue.capacity() >= 11);
+            #[doc = $close]
+            /// ```
+            #[track_caller]
+            pub fn reserve(&mut self, additional: usize) {
+                self.queue.reserve(additional);
+            }
+
+            /// Gives back the memory of free slots at the end of the queue's storage,
+            /// in whole pages of 256 past the first 256 slots (all of it when
+            /// the queue is empty). Items do not move; see
+            /// [`compact`](Self::compact).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            $(#[doc = $open])+
+            #[doc = concat!("use ", $path, ";")]
+            /// use std::time::Duration;
+            ///
+            /// let mut queue = DelayQueue::with_capacity(100);
+            /// let key = queue.insert("a", Duration::from_secs(1));
+            /// queue.remove(&key);
+            /// queue.shrink_to_fit();
+            /// assert_eq!(queue.capacity(), 0);
+            #[doc = $close]
+            /// ```
+            pub fn shrink_to_fit(&mut self) {
+                self.queue.shrink_to_fit();
+            }
+
+            /// Moves items into free slots and gives back the rest, so that the
+            /// capacity is the length (in whole pages of 256 items past the
+            /// first 256). Keys stay valid. O(len).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            $(#[doc = $open])+
+            #[doc = concat!("use ", $path, ";")]
+            /// use std::time::Duration;
+            ///
+            /// let mut queue = DelayQueue::with_capacity(10);
+            /// let _a = queue.insert(5, Duration::from_secs(5));
+            /// let b = queue.insert(10, Duration::from_secs(10));
+            /// let c = queue.insert(15, Duration::from_secs(15));
+            /// queue.remove(&b);
+            /// queue.compact();
+            /// assert_eq!(queue.capacity(), 2);
+            /// assert_eq!(queue.remove(&c).into_inner(), 15);
+            #[doc = $close]
+            /// ```
+            pub fn compact(&mut self) {
+                self.queue.compact();
+            }
+        }
+
+        // The queue never pins its values (they sit in a `Vec`), so it
+        // moves freely whatever `T` is, as tokio-util's does.
+        impl<T> Unpin for DelayQueue<T> {}
+
+        impl<T> Default for DelayQueue<T> {
+            fn default() -> DelayQueue<T> {
+                DelayQueue::new()
+            }
+        }
+
+        impl<T> Stream for DelayQueue<T> {
+            type Item = Expired<T>;
+
+            fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+                self.get_mut().poll_expired(cx)
+            }
+        }
+
+        impl<T> fmt::Debug for DelayQueue<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct("DelayQueue")
+                    .field("len", &self.len())
+                    .field("peek", &self.peek())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+pub(crate) use delay_queue_common;
+
 #[cfg(test)]
 mod tests {
     use super::*;
