@@ -600,13 +600,17 @@ pub(crate) fn measure_window(
 }
 
 /// Runs a W9 child for `which`; returns its `key=value` figures.
+///
+/// The warm-up covers spawning the connections, as `w9_scales`' does: at
+/// least a millisecond for every 250 (4 s at a million), or a window could
+/// open before every connection beats and report nonsense.
 fn w9_run(which: &str, cfg: &Config) -> Vec<(String, f64)> {
     w9_run_at(
         which,
         cfg,
         cfg.w9_connections,
         cfg.w9_workers,
-        cfg.w9_warmup_ms,
+        cfg.w9_warmup_ms.max(cfg.w9_connections as u64 / 250),
     )
 }
 
