@@ -749,7 +749,7 @@ pub fn remaining() -> Option<Duration> {
 #[track_caller]
 pub fn scope<F: IntoFuture>(duration: Duration, future: F) -> Scope<F::IntoFuture> {
     let future = future.into_future();
-    let timeout = unwrap(crate::time::with_current(|timer| timer.try_sleep(duration)));
+    let timeout = unwrap(crate::timer::current::with_current(|timer| timer.try_sleep(duration)));
     Parts::new(timeout, false).scope(future)
 }
 
@@ -778,7 +778,7 @@ pub fn scope<F: IntoFuture>(duration: Duration, future: F) -> Scope<F::IntoFutur
 #[track_caller]
 pub fn scope_at<F: IntoFuture>(deadline: tokio::time::Instant, future: F) -> Scope<F::IntoFuture> {
     let future = future.into_future();
-    let timeout = unwrap(crate::time::with_current(|timer| {
+    let timeout = unwrap(crate::timer::current::with_current(|timer| {
         timer.try_sleep_until(deadline)
     }));
     Parts::new(timeout, false).scope(future)

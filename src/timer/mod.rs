@@ -4,6 +4,8 @@
 //! driver lives in the engine (`engine/shard.rs`).
 
 mod builder;
+#[cfg(feature = "tokio")]
+pub(crate) mod current;
 pub mod deadline;
 pub(crate) mod interval;
 #[cfg(all(test, feature = "tokio"))]
