@@ -18,7 +18,9 @@
 //!   wakes each, named as its driver is.
 //! - `executor`: where scheduled callbacks run. `process`: which process
 //!   built the timer (the fork checks). `live`: how many timers a runtime
-//!   holds. `coop`: tokio's cooperative budget. `hooks`: test-only pauses.
+//!   holds. `coop`: tokio's cooperative budget. `scope`: the deadline of
+//!   the deadline scope being polled, which every timeout made reads.
+//!   `hooks`: test-only pauses.
 
 pub(crate) mod alarm;
 pub(crate) mod clock;
@@ -31,4 +33,5 @@ pub(crate) mod hooks;
 #[cfg(feature = "tokio")]
 pub(crate) mod live;
 pub(crate) mod process;
+pub(crate) mod scope;
 pub(crate) mod shard;

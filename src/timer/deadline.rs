@@ -118,84 +118,19 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::engine::coop;
-use crate::engine::clock::{Clock, Source};
+use crate::engine::clock::Clock;
+use crate::engine::scope::{self, Active};
 use crate::error::{Elapsed, Error};
 use crate::engine::shard::Shard;
 use crate::timer::timeout::Timeout;
 use crate::timer::Timer;
 
-/// A scope's deadline: an instant of the clock it was read on, and the
-/// tick of that instant on the timer's clock it was made on.
-#[derive(Debug, Clone, Copy)]
-struct Active {
-    at: Instant,
-    source: Source,
-    /// The address of that timer's clock, only ever compared: the scope
-    /// holds its timeout, and so the clock, while its deadline is in
-    /// [`ACTIVE`] or in a [`Deadline`].
-    clock: usize,
-    tick: u64,
-}
-
-impl Active {
-    /// The time left by its own clock.
-    fn remaining(self) -> Duration {
-        self.at.saturating_duration_since(self.source.now())
-    }
-
-    /// The deadline in the ticks of `clock`: its own tick on its own timer's
-    /// clock, the instant's on another timer's of the same clock, the time
-    /// left from now on the other clock.
-    #[inline]
-    fn tick_on(self, clock: &Clock) -> u64 {
-        if clock as *const Clock as usize == self.clock {
-            self.tick
-        } else if clock.source() == self.source {
-            clock.tick_of(self.at)
-        } else {
-            clock.tick_after(self.remaining())
-        }
-    }
-
-    /// The earlier of the two.
-    fn earlier(self, other: Active) -> Active {
-        let first = if self.source == other.source {
-            self.at <= other.at
-        } else {
-            self.remaining() <= other.remaining()
-        };
-        if first {
-            self
-        } else {
-            other
-        }
-    }
-}
-
 thread_local! {
-    /// The deadline of the innermost scope whose future this thread is
-    /// polling: what every timeout made reads (once, and nothing more when
-    /// it is `None`).
-    static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
-    /// That scope's own timeout, which it needs only once its future's poll
+    /// The own timeout of the innermost scope whose future this thread is
+    /// polling (its deadline is in `engine::scope`), which it needs only once its future's poll
     /// is over: moved here for the length of the poll (no reference count
     /// touched), so that [`current`] finds the scope's timer in it.
     static HELD: Cell<Option<Timeout>> = const { Cell::new(None) };
-}
-
-/// Moves `timeout`, just made and not yet polled, to the deadline of the
-/// scope being polled where that comes first; returns whether it did.
-#[inline]
-pub(crate) fn clip(timeout: &mut Timeout) -> bool {
-    match ACTIVE.try_with(Cell::get) {
-        Ok(Some(active)) => clip_to(timeout, active),
-        _ => false,
-    }
-}
-
-#[inline(never)]
-fn clip_to(timeout: &mut Timeout, active: Active) -> bool {
-    timeout.clip_unpolled(|clock| active.tick_on(clock))
 }
 
 /// A scope's future being polled: the thread-locals hold its deadline (or
@@ -210,14 +145,7 @@ struct Inside<'a> {
 
 impl<'a> Inside<'a> {
     fn enter(active: Active, timeout: &'a mut Option<Timeout>) -> Inside<'a> {
-        let prev = ACTIVE
-            .try_with(|cell| {
-                let prev = cell.get();
-                cell.set(Some(prev.map_or(active, |outer| outer.earlier(active))));
-                prev
-            })
-            .ok()
-            .flatten();
+        let prev = scope::enter(active);
         let prev_held = HELD.try_with(|cell| cell.replace(timeout.take())).ok();
         Inside {
             prev,
@@ -229,7 +157,7 @@ impl<'a> Inside<'a> {
 
 impl Drop for Inside<'_> {
     fn drop(&mut self) {
-        let _ = ACTIVE.try_with(|cell| cell.set(self.prev));
+        scope::restore(self.prev);
         if let Some(prev_held) = self.prev_held.take() {
             if let Ok(ours) = HELD.try_with(|cell| cell.replace(prev_held)) {
                 *self.timeout = ours;
@@ -249,7 +177,7 @@ impl Parts {
     /// A scope bounded by `timeout`, or by the scope it is made in where
     /// that comes first; `carried` from another task's scope.
     fn new(mut timeout: Timeout, carried: bool) -> Parts {
-        let inherited = clip(&mut timeout) || carried;
+        let inherited = timeout.clip_to_scope() || carried;
         let clock = timeout.clock();
         let active = Active {
             at: timeout.deadline(),
@@ -668,7 +596,7 @@ impl fmt::Debug for Deadline {
 /// # }
 /// ```
 pub fn current() -> Option<Deadline> {
-    let active = ACTIVE.try_with(Cell::get).ok().flatten()?;
+    let active = scope::active()?;
     let shard = HELD
         .try_with(|cell| {
             let held = cell.take();
@@ -704,11 +632,7 @@ pub fn current() -> Option<Deadline> {
 /// # }
 /// ```
 pub fn remaining() -> Option<Duration> {
-    ACTIVE
-        .try_with(Cell::get)
-        .ok()
-        .flatten()
-        .map(Active::remaining)
+    scope::active().map(Active::remaining)
 }
 
 /// Runs `future` in a deadline scope of `duration` from now, on the current

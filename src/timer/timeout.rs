@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::engine::coop;
+use crate::engine::scope::{self, Active};
 use crate::engine::shard::{wake_all, AtomicCounts, Shard};
 use crate::error::{Elapsed, Error, StopReason};
 use crate::wheel::raw::{Key, State, NEVER};
@@ -805,6 +806,23 @@ impl Future for Timeout {
 }
 
 impl Timeout {
+    /// Moves this timeout, just made and not yet polled, to the deadline of
+    /// the deadline scope being polled on this thread where that comes
+    /// first; returns whether it did. Outside any scope, one read of a
+    /// thread-local.
+    #[inline]
+    pub(crate) fn clip_to_scope(&mut self) -> bool {
+        match scope::active() {
+            Some(active) => self.clip_to(active),
+            None => false,
+        }
+    }
+
+    #[inline(never)]
+    fn clip_to(&mut self, active: Active) -> bool {
+        self.clip_unpolled(|clock| active.tick_on(clock))
+    }
+
     /// The deadline of a [`WithTimeout`] or a deadline scope, polled after
     /// the future it bounds was pending, as tokio's `Timeout` polls its
     /// `Sleep`: ready, it spends a unit of tokio's cooperative budget,
@@ -977,7 +995,7 @@ impl<F> WithTimeout<F> {
     /// in where that comes first.
     #[inline]
     pub(crate) fn new(future: F, mut timeout: Timeout) -> WithTimeout<F> {
-        let inherited = crate::timer::deadline::clip(&mut timeout);
+        let inherited = timeout.clip_to_scope();
         WithTimeout {
             future,
             timeout,

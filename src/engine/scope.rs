@@ -1,0 +1,91 @@
+//! The deadline of the deadline scope whose future this thread is
+//! polling (`timer/deadline.rs` is the scope itself): every timeout made
+//! reads it here, once, and nothing more when there is none, so that a
+//! timeout needs nothing of the scope's module. A leaf of the engine: it
+//! imports only the clock.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use crate::engine::clock::{Clock, Source};
+
+/// A scope's deadline: an instant of the clock it was read on, and the
+/// tick of that instant on the timer's clock it was made on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Active {
+    pub(crate) at: Instant,
+    pub(crate) source: Source,
+    /// The address of that timer's clock, only ever compared: the scope
+    /// holds its timeout, and so the clock, while its deadline is in
+    /// `ACTIVE` or in a `Deadline`.
+    pub(crate) clock: usize,
+    pub(crate) tick: u64,
+}
+
+impl Active {
+    /// The time left by its own clock.
+    pub(crate) fn remaining(self) -> Duration {
+        self.at.saturating_duration_since(self.source.now())
+    }
+
+    /// The deadline in the ticks of `clock`: its own tick on its own timer's
+    /// clock, the instant's on another timer's of the same clock, the time
+    /// left from now on the other clock.
+    #[inline]
+    pub(crate) fn tick_on(self, clock: &Clock) -> u64 {
+        if clock as *const Clock as usize == self.clock {
+            self.tick
+        } else if clock.source() == self.source {
+            clock.tick_of(self.at)
+        } else {
+            clock.tick_after(self.remaining())
+        }
+    }
+
+    /// The earlier of the two.
+    pub(crate) fn earlier(self, other: Active) -> Active {
+        let first = if self.source == other.source {
+            self.at <= other.at
+        } else {
+            self.remaining() <= other.remaining()
+        };
+        if first {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+thread_local! {
+    /// The deadline of the innermost scope whose future this thread is
+    /// polling: what every timeout made reads (once, and nothing more when
+    /// it is `None`).
+    static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
+}
+
+/// The deadline of the scope being polled on this thread, if any.
+#[inline]
+pub(crate) fn active() -> Option<Active> {
+    ACTIVE.try_with(Cell::get).ok().flatten()
+}
+
+/// A scope's future is about to be polled: its deadline, or the enclosing
+/// one's where that comes first, is the thread's until
+/// [`restore`] puts back what this returns.
+pub(crate) fn enter(active: Active) -> Option<Active> {
+    ACTIVE
+        .try_with(|cell| {
+            let prev = cell.get();
+            cell.set(Some(prev.map_or(active, |outer| outer.earlier(active))));
+            prev
+        })
+        .ok()
+        .flatten()
+}
+
+/// The scope's poll is over: the thread's deadline is what it was before
+/// [`enter`].
+pub(crate) fn restore(prev: Option<Active>) {
+    let _ = ACTIVE.try_with(|cell| cell.set(prev));
+}
