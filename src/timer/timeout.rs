@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use pin_project_lite::pin_project;
 
 use crate::engine::coop;
 use crate::engine::scope::{self, Active};
-use crate::engine::shard::{wake_all, AtomicCounts, Shard};
+use crate::engine::shard::{wake_all, AtomicCounts, Shard, ShardState};
 use crate::error::{Elapsed, Error, StopReason};
 use crate::wheel::raw::{Key, State, NEVER};
 
@@ -876,10 +876,7 @@ impl Timeout {
                     Err(State::Fired) => FIRED,
                     Err(_) => CANCELLED,
                 };
-                let tick = this.registered_tick(|| state.wheel.tick(key));
-                let (_, waker) = state.wheel.remove(key);
-                drop(state);
-                drop(waker);
+                let tick = this.take_completed(state, key);
                 this.set_done(done, tick);
                 Poll::Ready(())
             }
@@ -928,13 +925,22 @@ impl Timeout {
                 Err(State::Fired) => FIRED,
                 Err(_) => CANCELLED,
             };
-            let tick = self.registered_tick(|| state.wheel.tick(key));
-            let (_, waker) = state.wheel.remove(key);
-            drop(state);
-            drop((waker, fresh));
+            let tick = self.take_completed(state, key);
+            drop(fresh);
             self.set_done(done, tick);
             return Poll::Ready(());
         }
+    }
+
+    /// Takes the completed (fired or cancelled) entry `key` out of the
+    /// wheel under the lock `state` already holds, then drops its waker
+    /// with the lock released; returns the tick to record it at.
+    fn take_completed(&self, mut state: MutexGuard<'_, ShardState>, key: Key) -> u64 {
+        let tick = self.registered_tick(|| state.wheel.tick(key));
+        let (_, waker) = state.wheel.remove(key);
+        drop(state);
+        drop(waker);
+        tick
     }
 }
 
