@@ -207,21 +207,27 @@ fn is_here(timeout: &Timeout) -> bool {
     let now = Instant::now();
     let timer = timeout.timer_id();
     let last = LAST_POLL.try_with(Cell::get).ok().flatten();
-    match last {
-        Some((at, checked))
-            if checked == timer
-                && FINE_CLOCK.load(Ordering::Relaxed)
-                && now
-                    .checked_duration_since(at)
-                    .is_some_and(|since| since < SAME_PROCESS_WITHIN) =>
-        {
-            let _ = LAST_POLL.try_with(|last| last.set(Some((now, timer))));
-            true
-        }
+    if FINE_CLOCK.load(Ordering::Relaxed) && in_window(last, timer, now) {
+        let _ = LAST_POLL.try_with(|last| last.set(Some((now, timer))));
+        true
+    } else {
         // Not in the window, another timer, or a clock that went back (a
         // child in a time namespace of its own): ask.
-        _ => ask(timeout),
+        ask(timeout)
     }
+}
+
+/// Whether `now` falls in the window `last` opened for `timer`: the same
+/// timer, and less than [`SAME_PROCESS_WITHIN`] after it (not before: a
+/// clock that went back says nothing).
+#[inline]
+fn in_window(last: Option<(Instant, usize)>, timer: usize, now: Instant) -> bool {
+    last.is_some_and(|(at, checked)| {
+        checked == timer
+            && now
+                .checked_duration_since(at)
+                .is_some_and(|since| since < SAME_PROCESS_WITHIN)
+    })
 }
 
 /// A clock reading `now` this thread took as it made a delay on the timer
@@ -235,14 +241,8 @@ fn is_here(timeout: &Timeout) -> bool {
 fn renew(timeout: &Timeout, now: Instant) {
     let timer = timeout.timer_id();
     let _ = LAST_POLL.try_with(|last| {
-        if let Some((at, checked)) = last.get() {
-            if checked == timer
-                && now
-                    .checked_duration_since(at)
-                    .is_some_and(|since| since < SAME_PROCESS_WITHIN)
-            {
-                last.set(Some((now, timer)));
-            }
+        if in_window(last.get(), timer, now) {
+            last.set(Some((now, timer)));
         }
     });
 }
