@@ -19,6 +19,7 @@
 
 use crate::child::{self, get};
 use crate::config::{arg, Config};
+use crate::report::median;
 use crate::w13;
 
 /// W10's contenders here: (child name, name in the table).
@@ -76,17 +77,6 @@ impl Figure {
             .iter()
             .find(|(w, _, _)| *w == which)
             .map(|(_, _, v)| median(v))
-    }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

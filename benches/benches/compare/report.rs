@@ -291,3 +291,31 @@ pub fn print_lines(lines: &[Line]) {
         line.print();
     }
 }
+
+/// The mean of a contender's rounds.
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The median of a contender's rounds (NaN for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The rounds' spread, `lo–hi` to `places` decimals, or the one figure
+/// where they agree to that precision.
+pub fn spread(v: &[f64], places: usize) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if (hi - lo).abs() < 10f64.powi(-(places as i32)) {
+        format!("{lo:.places$}")
+    } else {
+        format!("{lo:.places$}–{hi:.places$}")
+    }
+}

@@ -44,6 +44,7 @@ use tokio::time::Instant;
 use crate::child::{self, get, need, Figures};
 use crate::common::{cpu_time, thread_cpu_time, Rng};
 use crate::config::{arg, Config};
+use crate::report::{mean, spread};
 
 /// The read timeout: 1.5 times the clients' 5 s keep-alive, as the broker's.
 const READ_TIMEOUT: Duration = Duration::from_millis(7_500);
@@ -360,20 +361,6 @@ fn run(which: &str, n: usize, warmup_ms: u64, window_ms: u64) -> Figures {
         out.status
     );
     child::figures(&out.stdout, "W14CHILD ", &format!("W14 {which}"))
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
-}
-
-fn spread(v: &[f64], places: usize) -> String {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if (hi - lo).abs() < 10f64.powi(-(places as i32)) {
-        format!("{lo:.places$}")
-    } else {
-        format!("{lo:.places$}–{hi:.places$}")
-    }
 }
 
 /// Runs every size and contender in rounds and prints the table.

@@ -18,6 +18,7 @@ use plotters::prelude::*;
 use crate::charts::{header, run_note, thousands, GREY, INK};
 use crate::child::{get, Figures, ALT_NOTE, ALT_TIMER};
 use crate::config::Config;
+use crate::report::{mean, median, spread};
 use crate::w9::w9_run_at;
 
 /// The scales run: (connections, workers).
@@ -58,18 +59,7 @@ impl Rounds {
     }
 
     fn mean(&self, key: &str) -> f64 {
-        let v = self.each(key);
-        v.iter().sum::<f64>() / v.len() as f64
-    }
-}
-
-fn spread(v: &[f64], places: usize) -> String {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if (hi - lo).abs() < 10f64.powi(-(places as i32)) {
-        format!("{lo:.places$}")
-    } else {
-        format!("{lo:.places$}–{hi:.places$}")
+        mean(&self.each(key))
     }
 }
 
@@ -149,14 +139,9 @@ pub fn w9_scales(cfg: &Config) {
         for r in these {
             let each = r.each("cpu_ms_s");
             let cpu: Vec<String> = each.iter().map(|v| format!("{v:.1}")).collect();
-            let mut ratios: Vec<f64> = each.iter().zip(&tokio_each).map(|(a, b)| a / b).collect();
-            ratios.sort_by(f64::total_cmp);
-            let worst = ratios.last().copied().unwrap_or(f64::NAN);
-            let median = match ratios.len() {
-                0 => f64::NAN,
-                len if len % 2 == 1 => ratios[len / 2],
-                len => (ratios[len / 2 - 1] + ratios[len / 2]) / 2.0,
-            };
+            let ratios: Vec<f64> = each.iter().zip(&tokio_each).map(|(a, b)| a / b).collect();
+            let worst = ratios.iter().copied().reduce(f64::max).unwrap_or(f64::NAN);
+            let median = median(&ratios);
             let per_beat = r.mean("cpu_ms_s") * 1e6 / *n as f64;
             let p50: Vec<f64> = r.each("p50_us").iter().map(|v| v / 1e3).collect();
             let p99: Vec<f64> = r.each("p99_us").iter().map(|v| v / 1e3).collect();
