@@ -23,6 +23,10 @@ use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+#[cfg(target_os = "linux")]
+use common::driver_threads;
+
 use futures::executor::block_on;
 use futures::task::noop_waker;
 use hashwheel::{Delay, Timer};
@@ -202,16 +206,6 @@ fn a_timer_is_handed_out_once_its_thread_runs() {
         .status()
         .unwrap();
     assert!(status.success(), "the fresh process failed: {status}");
-}
-
-/// Threads of this process named as a driver's.
-#[cfg(target_os = "linux")]
-fn driver_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim_end() == "hashwheel-timer")
-        .count()
 }
 
 #[cfg(target_os = "linux")]

@@ -7,17 +7,11 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+use common::driver_threads;
+
 use futures::executor::block_on;
 use hashwheel::Timer;
-
-/// The process's threads named as the driver's.
-fn driver_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim_end() == "hashwheel-timer")
-        .count()
-}
 
 /// Waits (bounded, generously) until `n` driver threads are left.
 fn until_threads(n: usize) -> usize {

@@ -56,6 +56,17 @@ pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
     (counter.clone(), Waker::from(counter))
 }
 
+/// The process's threads named as a thread driver's, counted by name in
+/// `/proc/self/task`.
+#[cfg(target_os = "linux")]
+pub fn driver_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "hashwheel-timer")
+        .count()
+}
+
 /// A current-thread runtime of its own and a timer built outside it
 /// (`Builder::handle`), whose driver runs on it: for tests that shut that
 /// runtime down.
