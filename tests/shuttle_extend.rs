@@ -217,10 +217,14 @@ impl Shard {
         }
     }
 
-    /// `Timeout::clear` on drop or cancel: `Wheel::remove` under the lock.
+    /// `Timeout::clear` on drop or cancel: under the lock, the word keeps
+    /// the generation and nothing else (`Deadlines::remove`, a plain
+    /// store: the handle is its only writer without the lock), then
+    /// `Wheel::remove`.
     fn remove(&self, gen: u64) -> St {
         let mut inner = self.lock.lock().unwrap();
         assert_eq!(inner.entry.gen, gen);
+        self.word.store(gen << GEN_SHIFT, Ordering::Release);
         let state = inner.entry.state;
         inner.entry.state = St::Vacant;
         state
