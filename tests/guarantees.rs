@@ -551,7 +551,11 @@ impl Way for DelayWay {
     const KIND: Kind = Kind::Thread;
     const LATE: Duration = Duration::from_secs(5);
     const SHORT: Duration = Duration::from_millis(300);
+    /// Brings up the process's timer (a delay made and dropped), as the
+    /// other rows build theirs at start: a `no_proc` cell then loses
+    /// `/proc` with it running.
     fn start() -> Self {
+        drop(hashwheel::Delay::new(Duration::ZERO));
         DelayWay
     }
     #[cfg(feature = "tokio")]
@@ -588,7 +592,9 @@ impl Way for AsyncIoWay {
     const KIND: Kind = Kind::Thread;
     const LATE: Duration = Duration::from_secs(5);
     const SHORT: Duration = Duration::from_millis(300);
+    /// As [`DelayWay::start`]: the process's timer comes up first.
     fn start() -> Self {
+        drop(hashwheel::async_io::Timer::after(Duration::ZERO));
         AsyncIoWay
     }
     #[cfg(feature = "tokio")]
@@ -1702,5 +1708,13 @@ no_proc! {
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, last_handle_dropped, interval_ticks,
         interval_lifecycle, contended, child_leaves_the_timer_alone,
+    ]
+    #[cfg(feature = "thread")]
+    delay: super::super::DelayWay [
+        never_early, exactly_once, cancel_at_drop, runtime_shutdown, deadline_scope,
+    ]
+    #[cfg(feature = "thread")]
+    async_io: super::super::AsyncIoWay [
+        never_early, exactly_once, cancel_at_drop, runtime_shutdown, deadline_scope,
     ]
 }
