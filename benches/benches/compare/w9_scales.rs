@@ -7,7 +7,10 @@
 //! `--w9-rounds` rounds (3 by default: single rounds swing by 15–20% on
 //! these machines). Prints one table with every round, the mean, the ratio
 //! of the means to tokio's and the highest single-round ratio, and draws
-//! `w9-scales.svg`: CPU per heartbeat against the connection count.
+//! `w9-scales.svg`: CPU per heartbeat against the connection count. Its
+//! "came in" column is the share of the heartbeats due in a child's window
+//! that came in by its end: below 1.00 the contender fell behind, and its
+//! CPU is what the machine let it spend, not what the load asks.
 //! `--w9-scale=100000x1,1000000x16` (a comma-separated list of
 //! `CONNECTIONSxWORKERS`, any counts) runs those rows instead.
 
@@ -121,12 +124,14 @@ pub fn w9_scales(cfg: &Config) {
          heartbeat (mean) and above the runtime's floor (the same tasks woken at the same \
          instants by a cursor over them, no timer: what any timer pays on this runtime) with its \
          ratio to tokio's, lateness p50 / p99 ms (spread over rounds), RSS growth bytes per \
-         connection (mean)",
+         connection (mean), and the heartbeats due in the window that came in by its end and 300 ms \
+         more (the lowest round; below 1.00 the contender fell behind, and its CPU is what it \
+         could spend, not what the load asks)",
         crate::w9::Variant::from_args().name()
     );
     println!();
-    println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | above the floor (÷ tokio's) | p50 ms | p99 ms | min µs | bytes/conn |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | above the floor (÷ tokio's) | p50 ms | p99 ms | min µs | bytes/conn | came in |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for ((n, workers), these) in &results {
         let tokio = these
             .iter()
@@ -164,8 +169,13 @@ pub fn w9_scales(cfg: &Config) {
                 (Some(a), Some(t)) => format!("{a:.0} ({:.2}×)", a / t),
                 _ => "–".to_string(),
             };
+            let came_in = r
+                .each("count")
+                .iter()
+                .map(|count| count / due(*n, cfg))
+                .fold(f64::INFINITY, f64::min);
             println!(
-                "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} |",
+                "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} | {came_in:.2} |",
                 thousands(*n),
                 r.name,
                 cpu.join(", "),
@@ -181,6 +191,17 @@ pub fn w9_scales(cfg: &Config) {
             eprintln!("W9 scales: chart not drawn: {e}");
         }
     }
+}
+
+/// The heartbeats due in a child's window among the connections it times
+/// (every one, or every 64th for `sample64`): one a second each.
+fn due(n: usize, cfg: &Config) -> f64 {
+    let timed = if crate::w9::Variant::from_args().sample64 {
+        n.div_ceil(64)
+    } else {
+        n
+    };
+    timed as f64 * cfg.w9_window_ms as f64 / 1000.0
 }
 
 type Error = Box<dyn std::error::Error>;
