@@ -124,14 +124,16 @@ pub fn w9_scales(cfg: &Config) {
          heartbeat (mean) and above the runtime's floor (the same tasks woken at the same \
          instants by a cursor over them, no timer: what any timer pays on this runtime) with its \
          ratio to tokio's, lateness p50 / p99 ms (spread over rounds), RSS growth bytes per \
-         connection (mean), and the heartbeats due in the window that came in by its end and 300 ms \
-         more (the lowest round; below 1.00 the contender fell behind, and its CPU is what it \
-         could spend, not what the load asks)",
+         connection (mean), the share of the heartbeats due in the window that came in by its end \
+         and 300 ms more (the lowest round; below 1.00 the contender fell behind, and its CPU is what it \
+         could spend, not what the load asks), and the mean CPU per heartbeat that came in (each \
+         round's CPU over its share) against tokio's: the ratio that holds where tokio fell \
+         behind)",
         crate::w9::Variant::from_args().name()
     );
     println!();
-    println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | above the floor (÷ tokio's) | p50 ms | p99 ms | min µs | bytes/conn | came in |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| connections | workers | contender | CPU ms/s (rounds) | mean ÷ tokio | median round ÷ tokio | worst round ÷ tokio | ns per beat | above the floor (÷ tokio's) | p50 ms | p99 ms | min µs | bytes/conn | came in | ÷ tokio per beat that came in |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for ((n, workers), these) in &results {
         let tokio = these
             .iter()
@@ -174,8 +176,9 @@ pub fn w9_scales(cfg: &Config) {
                 .iter()
                 .map(|count| count / due(*n, cfg))
                 .fold(f64::INFINITY, f64::min);
+            let per_beat_in = per_beat_in(r, *n, cfg) / per_beat_in(tokio, *n, cfg);
             println!(
-                "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} | {came_in:.2} |",
+                "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} | {came_in:.2} | {per_beat_in:.2}× |",
                 thousands(*n),
                 r.name,
                 cpu.join(", "),
@@ -191,6 +194,20 @@ pub fn w9_scales(cfg: &Config) {
             eprintln!("W9 scales: chart not drawn: {e}");
         }
     }
+}
+
+/// `r`'s mean CPU (ms/s) per heartbeat that came in, each round's CPU over
+/// the share of its heartbeats that came in (see [`due`]): where a
+/// contender fell behind, what a beat it did cost it.
+fn per_beat_in(r: &Rounds, n: usize, cfg: &Config) -> f64 {
+    let due = due(n, cfg);
+    let each: Vec<f64> = r
+        .each("cpu_ms_s")
+        .iter()
+        .zip(r.each("count"))
+        .map(|(cpu, count)| cpu / (count / due).max(f64::MIN_POSITIVE))
+        .collect();
+    mean(&each)
 }
 
 /// The heartbeats due in a child's window among the connections it times
