@@ -10,7 +10,9 @@
 //! `w9-scales.svg`: CPU per heartbeat against the connection count. Its
 //! "came in" column is the share of the heartbeats due in a child's window
 //! that came in by its end: below 1.00 the contender fell behind, and its
-//! CPU is what the machine let it spend, not what the load asks.
+//! CPU is what the machine let it spend, not what the load asks; the last
+//! column, each contender's CPU per heartbeat that came in against
+//! tokio's, is the ratio that holds then.
 //! `--w9-scale=100000x1,1000000x16` (a comma-separated list of
 //! `CONNECTIONSxWORKERS`, any counts) runs those rows instead.
 
@@ -140,6 +142,7 @@ pub fn w9_scales(cfg: &Config) {
             .find(|r| r.name == "tokio::time")
             .expect("tokio ran");
         let tokio_each = tokio.each("cpu_ms_s");
+        let tokio_per_beat_in = per_beat_in(tokio, *n, cfg);
         let floor = these.iter().find(|r| r.name == FLOOR);
         let above =
             |r: &Rounds| floor.map(|f| (r.mean("cpu_ms_s") - f.mean("cpu_ms_s")) * 1e6 / *n as f64);
@@ -171,12 +174,10 @@ pub fn w9_scales(cfg: &Config) {
                 (Some(a), Some(t)) => format!("{a:.0} ({:.2}×)", a / t),
                 _ => "–".to_string(),
             };
-            let came_in = r
-                .each("count")
-                .iter()
-                .map(|count| count / due(*n, cfg))
+            let came_in = shares_in(r, *n, cfg)
+                .into_iter()
                 .fold(f64::INFINITY, f64::min);
-            let per_beat_in = per_beat_in(r, *n, cfg) / per_beat_in(tokio, *n, cfg);
+            let per_beat_in = per_beat_in(r, *n, cfg) / tokio_per_beat_in;
             println!(
                 "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} | {came_in:.2} | {per_beat_in:.2}× |",
                 thousands(*n),
@@ -196,16 +197,22 @@ pub fn w9_scales(cfg: &Config) {
     }
 }
 
-/// `r`'s mean CPU (ms/s) per heartbeat that came in, each round's CPU over
-/// the share of its heartbeats that came in (see [`due`]): where a
-/// contender fell behind, what a beat it did cost it.
-fn per_beat_in(r: &Rounds, n: usize, cfg: &Config) -> f64 {
+/// Each round's share of the heartbeats due in its window (see [`due`])
+/// that came in by its end.
+fn shares_in(r: &Rounds, n: usize, cfg: &Config) -> Vec<f64> {
     let due = due(n, cfg);
+    r.each("count").iter().map(|count| count / due).collect()
+}
+
+/// `r`'s mean CPU (ms/s) per heartbeat that came in, each round's CPU over
+/// its share (see [`shares_in`]): where a contender fell behind, what a
+/// beat it did cost it.
+fn per_beat_in(r: &Rounds, n: usize, cfg: &Config) -> f64 {
     let each: Vec<f64> = r
         .each("cpu_ms_s")
         .iter()
-        .zip(r.each("count"))
-        .map(|(cpu, count)| cpu / (count / due).max(f64::MIN_POSITIVE))
+        .zip(shares_in(r, n, cfg))
+        .map(|(cpu, share)| cpu / share.max(f64::MIN_POSITIVE))
         .collect();
     mean(&each)
 }
