@@ -127,9 +127,10 @@ use crate::timer::Timer;
 
 thread_local! {
     /// The own timeout of the innermost scope whose future this thread is
-    /// polling (its deadline is in `engine::scope`), which it needs only once its future's poll
-    /// is over: moved here for the length of the poll (no reference count
-    /// touched), so that [`current`] finds the scope's timer in it.
+    /// polling (its deadline is in `engine::scope`), which it needs only
+    /// once its future's poll is over: moved here for the length of the
+    /// poll (no reference count touched), so that [`current`] finds the
+    /// scope's timer in it.
     static HELD: Cell<Option<Timeout>> = const { Cell::new(None) };
 }
 
