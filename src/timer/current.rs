@@ -31,10 +31,7 @@ thread_local! {
 #[track_caller]
 #[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
-    let handle = match Handle::try_current() {
-        Ok(handle) => handle,
-        Err(err) => panic!("{err}"),
-    };
+    let handle = runtime();
     let id = handle.id();
     let mut f = Some(f);
     let hit = CACHE
@@ -64,6 +61,17 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
 
 /// The default timer of runtime `id`, built on `handle` if it has none that
 /// runs.
+/// The runtime this thread is in, panicking with tokio's message outside
+/// one (as `tokio::time::sleep` does), at the caller's location.
+#[track_caller]
+#[inline]
+fn runtime() -> Handle {
+    match Handle::try_current() {
+        Ok(handle) => handle,
+        Err(err) => panic!("{err}"),
+    }
+}
+
 #[cold]
 #[track_caller]
 fn default_of(handle: &Handle, id: Id) -> Timer {
@@ -168,11 +176,7 @@ impl Timer {
     /// ```
     #[track_caller]
     pub fn set_current(&self) -> Result<(), Error> {
-        let handle = match Handle::try_current() {
-            Ok(handle) => handle,
-            Err(err) => panic!("{err}"),
-        };
-        let id = handle.id();
+        let id = runtime().id();
         self.check_running()?;
         let mut defaults = DEFAULTS.lock().unwrap_or_else(PoisonError::into_inner);
         let stopped = prune(&mut defaults);
