@@ -200,10 +200,16 @@ impl Clock {
     #[inline]
     pub(crate) fn instant_at(&self, offset: i128) -> Instant {
         let ns = offset.unsigned_abs();
-        let instant = u64::try_from(ns / 1_000_000_000)
-            .ok()
-            .map(|secs| Duration::new(secs, (ns % 1_000_000_000) as u32))
-            .and_then(|d| {
+        // Within 584 years of the start (every interval's tick), in 64 bits:
+        // a division of a `u64` by a constant is a multiplication, where a
+        // `u128`'s is a call (`__udivti3`) that costs an interval's tick two.
+        let duration = match u64::try_from(ns) {
+            Ok(ns) => Some(Duration::from_nanos(ns)),
+            Err(_) => u64::try_from(ns / 1_000_000_000)
+                .ok()
+                .map(|secs| Duration::new(secs, (ns % 1_000_000_000) as u32)),
+        };
+        let instant = duration.and_then(|d| {
                 if offset >= 0 {
                     self.start.checked_add(d)
                 } else {
@@ -221,8 +227,14 @@ impl Clock {
         if offset <= 0 {
             0
         } else {
-            let ticks = (offset as u128).div_ceil(u128::from(UNIT_NS));
-            u64::try_from(ticks).unwrap_or(NEVER).min(NEVER)
+            // In 64 bits where it fits (see `instant_at`).
+            match u64::try_from(offset) {
+                Ok(ns) => ns.div_ceil(UNIT_NS).min(NEVER),
+                Err(_) => {
+                    let ticks = (offset as u128).div_ceil(u128::from(UNIT_NS));
+                    u64::try_from(ticks).unwrap_or(NEVER).min(NEVER)
+                }
+            }
         }
     }
 
@@ -322,6 +334,12 @@ mod tests {
             // Past 292 years (an `i64` of nanoseconds) and 584 (a `u64`).
             300 * 365 * 86_400_000_000_000 + 7,
             600 * 365 * 86_400_000_000_000 + 7,
+            // Either side of the 64-bit arithmetic's edge.
+            i128::from(u64::MAX) - 1,
+            i128::from(u64::MAX),
+            i128::from(u64::MAX) + 1,
+            -i128::from(u64::MAX),
+            -i128::from(u64::MAX) - 1,
         ] {
             let instant = clock.instant_at(ns);
             assert_eq!(clock.offset_of(instant), ns);
