@@ -41,9 +41,8 @@ pub(crate) struct Shared {
 /// `seed % n`, for `n` from 1 to 2^32 - 1 and `magic` its
 /// `u64::MAX / n + 1` (Lemire, Kaser and Kurz, "Faster remainder by direct
 /// computation", 2019): two multiplications. Every timeout made on a
-/// timer of several shards picks one, and a division of a variable costs
-/// 20 to 90 cycles on the machines we measure (more than the rest of the
-/// pick).
+/// timer of several shards picks one, and a division by a variable waits
+/// tens of cycles, more than the rest of the pick.
 #[inline]
 fn shard_of(seed: u32, n: u64, magic: u64) -> usize {
     let low = magic.wrapping_mul(u64::from(seed));
