@@ -59,8 +59,6 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
     }
 }
 
-/// The default timer of runtime `id`, built on `handle` if it has none that
-/// runs.
 /// The runtime this thread is in, panicking with tokio's message outside
 /// one (as `tokio::time::sleep` does), at the caller's location.
 #[track_caller]
@@ -72,6 +70,8 @@ fn runtime() -> Handle {
     }
 }
 
+/// The default timer of runtime `id`, built on `handle` if it has none that
+/// runs.
 #[cold]
 #[track_caller]
 fn default_of(handle: &Handle, id: Id) -> Timer {
