@@ -142,7 +142,8 @@ pub fn w9_scales(cfg: &Config) {
             .find(|r| r.name == "tokio::time")
             .expect("tokio ran");
         let tokio_each = tokio.each("cpu_ms_s");
-        let tokio_per_beat_in = per_beat_in(tokio, *n, cfg);
+        let due = due(*n, cfg);
+        let tokio_per_beat_in = per_beat_in(tokio, &shares_in(tokio, due));
         let floor = these.iter().find(|r| r.name == FLOOR);
         let above =
             |r: &Rounds| floor.map(|f| (r.mean("cpu_ms_s") - f.mean("cpu_ms_s")) * 1e6 / *n as f64);
@@ -174,10 +175,9 @@ pub fn w9_scales(cfg: &Config) {
                 (Some(a), Some(t)) => format!("{a:.0} ({:.2}×)", a / t),
                 _ => "–".to_string(),
             };
-            let came_in = shares_in(r, *n, cfg)
-                .into_iter()
-                .fold(f64::INFINITY, f64::min);
-            let per_beat_in = per_beat_in(r, *n, cfg) / tokio_per_beat_in;
+            let shares = shares_in(r, due);
+            let came_in = shares.iter().copied().fold(f64::INFINITY, f64::min);
+            let per_beat_in = per_beat_in(r, &shares) / tokio_per_beat_in;
             println!(
                 "| {} | {workers} | {} | {} | {:.2}× | {median:.2}× | {:.2}× | {per_beat:.0} | {above_floor} | {} | {} | {min:.0} | {per_conn:.0} | {came_in:.2} | {per_beat_in:.2}× |",
                 thousands(*n),
@@ -197,21 +197,20 @@ pub fn w9_scales(cfg: &Config) {
     }
 }
 
-/// Each round's share of the heartbeats due in its window (see [`due`])
+/// Each round's share of the `due` heartbeats of its window (see [`due`])
 /// that came in by its end.
-fn shares_in(r: &Rounds, n: usize, cfg: &Config) -> Vec<f64> {
-    let due = due(n, cfg);
+fn shares_in(r: &Rounds, due: f64) -> Vec<f64> {
     r.each("count").iter().map(|count| count / due).collect()
 }
 
 /// `r`'s mean CPU (ms/s) per heartbeat that came in, each round's CPU over
-/// its share (see [`shares_in`]): where a contender fell behind, what a
-/// beat it did cost it.
-fn per_beat_in(r: &Rounds, n: usize, cfg: &Config) -> f64 {
+/// its share (`shares`, from [`shares_in`]): where a contender fell
+/// behind, what a beat it did cost it.
+fn per_beat_in(r: &Rounds, shares: &[f64]) -> f64 {
     let each: Vec<f64> = r
         .each("cpu_ms_s")
         .iter()
-        .zip(shares_in(r, n, cfg))
+        .zip(shares)
         .map(|(cpu, share)| cpu / share.max(f64::MIN_POSITIVE))
         .collect();
     mean(&each)
