@@ -15,7 +15,15 @@ fn ms(n: u64) -> Duration {
 
 #[test]
 fn a_scope_on_smol_clips_and_is_carried_across_spawn() {
-    let timer = Timer::builder().driver_thread().build().unwrap();
+    // One shard: a carried scope's own deadline goes on the shard of the
+    // scope it was taken from, and the timeout clipped to it on the shard
+    // of the thread that polls the spawned task. On two shards the driver
+    // wakes one shard's due entries before it takes the other's out, so
+    // the task could see the scope's deadline before its call's and end
+    // with the scope's own `Elapsed` (issue 48's stop note). On one, both
+    // fire under the same lock before either is woken, and the call,
+    // polled first, wins the tie.
+    let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
     let far = Duration::from_secs(30);
     smol::block_on(async {
         let start = Instant::now();
@@ -44,20 +52,9 @@ fn a_scope_on_smol_clips_and_is_carried_across_spawn() {
             .await
             .expect("spawned in time");
         assert_eq!(plain.await, None, "a spawned task is outside");
-        // The carried scope's own deadline lives on the shard of the scope
-        // it was taken from, and the far timeout clipped to it on the
-        // shard of the thread that polls the spawned task. The two fire in
-        // the same turn, but the driver wakes shard by shard, so the task
-        // may see either first: the call's inherited `Elapsed` inside the
-        // scope's `Ok`, or the scope's own (also inherited). Either way the
-        // call ends by the carried deadline, not its own 30 s.
-        let elapsed = match carried.await {
-            Ok(call) => call.unwrap_err(),
-            Err(scope) => scope,
-        };
-        assert!(elapsed.is_inherited(), "{elapsed:?}");
+        let call = carried.await.expect("the call ends with its scope");
+        assert!(call.unwrap_err().is_inherited());
         assert!(start.elapsed() >= ms(30), "early: {:?}", start.elapsed());
-        assert!(start.elapsed() < far, "{:?}", start.elapsed());
         assert_eq!(timer.pending(), 0);
     });
 }
