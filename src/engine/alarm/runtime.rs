@@ -238,35 +238,33 @@ impl RuntimeAlarm {
     /// processes its timers, and the wakes the driver makes are batched
     /// with the runtime's.
     ///
-    /// The driver's re-arm sets the ring to the alarm's instant
-    /// and one and two turns of the grid after it ([`grid_us`]: a runtime
-    /// millisecond, or the tick's whole milliseconds; a turn of the grid
-    /// after the alarm's instant is where the next re-arm rings at the
-    /// soonest). Why three: the runtime computes
-    /// its next wake-up before it calls the alarm's waker, and a
-    /// registration earlier than that wake-up unparks its driver (an
-    /// eventfd write, on every turn without the ring's later timers); the
-    /// second keeps that wake-up at or before the next re-arm of a turn on
-    /// time, and the third that of a turn a whole millisecond late, which
-    /// tokio's rounding makes common (it parks for whole milliseconds
-    /// counted from the start of the current one, so a park begun late in a
-    /// millisecond ends late in the alarm's, and a little scheduling delay
-    /// carries the turn into the next; without the third the turn unparked
-    /// twice: 7-18% of the turns of a deadline a millisecond on one worker,
-    /// `tests/unpark.rs`). A turn two milliseconds late still does. In the
-    /// steady state of a busy timer (work every millisecond) the next two
-    /// instants are registered already, and the re-arm moves only the timer
-    /// that rang to the far end of the ring: one registration a turn, where
-    /// an alarm with two spares re-registered the alarm and the first spare
-    /// (both rang) and moved the second. A timer of the ring that is
-    /// registered earlier than the instant it is moved to only has its
-    /// deadline moved (an atomic store; the runtime still wakes at the old
-    /// instant, finds it later and files it again, waking nothing), as the
-    /// spares did; nothing of the ring wakes the driver before the alarm's
-    /// instant. A re-arm with nothing pending replaces the ring with fresh
-    /// timers, never registered, so that no runtime timer of ours is left:
-    /// an idle runtime wakes for nothing, and a paused one does not
-    /// auto-advance its clock to one (tokio leaves it where it is).
+    /// The driver's re-arm sets the ring to the alarm's instant and one and two
+    /// turns of the grid after it ([`grid_us`]: a runtime millisecond, or the
+    /// tick's whole milliseconds; a turn of the grid after the alarm's instant
+    /// is where the next re-arm rings at the soonest). Why three: the runtime
+    /// computes its next wake-up before it calls the alarm's waker, and a
+    /// registration earlier than that wake-up unparks its driver (an eventfd
+    /// write, on every turn without the ring's later timers); the second keeps
+    /// that wake-up at or before the next re-arm of a turn on time, and the
+    /// third that of a turn a whole millisecond late, which tokio's rounding
+    /// makes common (it parks for whole milliseconds counted from the start of
+    /// the current one, so a park begun late in a millisecond ends late in the
+    /// alarm's, and a little scheduling delay carries the turn into the next;
+    /// without the third the turn unparked twice: 7-18% of the turns of a
+    /// deadline a millisecond on one worker, which the bench `wakeups` counts).
+    /// A turn two milliseconds late still does. In the steady state of a busy
+    /// timer (work every millisecond) the next two instants are registered
+    /// already, and the re-arm moves only the timer that rang to the far end of
+    /// the ring: one registration a turn, where an alarm with two spares
+    /// re-registered the alarm and the first spare (both rang) and moved the
+    /// second. A timer of the ring that is registered earlier than the instant
+    /// it is moved to only has its deadline moved (an atomic store; the runtime
+    /// still wakes at the old instant, finds it later and files it again,
+    /// waking nothing), as the spares did; nothing of the ring wakes the driver
+    /// before the alarm's instant. A re-arm with nothing pending replaces the
+    /// ring with fresh timers, never registered, so that no runtime timer of
+    /// ours is left: an idle runtime wakes for nothing, and a paused one does
+    /// not auto-advance its clock to one (tokio leaves it where it is).
     pub(crate) fn arm(&self, clock: &Clock, tick: u64) -> bool {
         self.arm_after(clock, tick, None)
     }
