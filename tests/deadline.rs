@@ -490,6 +490,53 @@ async fn the_tower_scope_layer_runs_each_request_in_a_scope() {
     assert_eq!(start.elapsed(), ms(300));
 }
 
+// ---- deadlines past the wheel's range ----
+
+/// Issue 56: a scope at an instant past the wheel's range (over 146,000
+/// years) never passes, so it shortens no call: on its own timer, on
+/// another, or one carried. It keeps the instant it was given (it said
+/// 30 years out, and cut another timer's 40-year call there with an
+/// inherited `Elapsed`).
+#[tokio::test(start_paused = true)]
+// A timeout made in a carried scope, awaited outside it, on purpose.
+#[allow(clippy::async_yields_async)]
+async fn a_scope_past_the_wheels_range_never_shortens_a_call() {
+    let year = Duration::from_secs(86_400 * 365);
+    let (a, b) = (Timer::new(), Timer::new());
+    let far = Instant::now() + year * 200_000;
+    assert_eq!(a.scope_at(far, async {}).deadline(), far.into_std());
+    for calls in [&a, &b] {
+        let start = Instant::now();
+        let scope = a.scope_at(far, async {
+            let left = deadline::remaining().unwrap();
+            let carried = deadline::current().unwrap();
+            let call = calls.timeout(year * 40, pending::<()>());
+            (left, carried, call.await)
+        });
+        let (left, carried, call) = scope.await.expect("the scope never ends");
+        assert!(left > year * 199_000, "{left:?}");
+        assert_eq!(carried.instant(), far.into_std());
+        assert!(!call.unwrap_err().is_inherited(), "its own 40 years");
+        assert_eq!(start.elapsed(), year * 40);
+        let mut made = Box::pin(carried.scope(async { calls.timeout(year * 50, pending::<()>()) }));
+        let mut made = poll_once(&mut made);
+        let Poll::Ready(Ok(ref mut call)) = made else {
+            panic!("made at once")
+        };
+        assert!(call.timeout_mut().deadline() >= (Instant::now() + year * 50).into_std());
+    }
+    // A delay too long to keep is tokio's "far future", 30 years, for a
+    // scope as for a timeout (the scope ends there, and so does a call in it).
+    let start = Instant::now();
+    let res = a
+        .scope(Duration::MAX, async {
+            b.timeout(year * 40, pending::<()>()).await
+        })
+        .await;
+    assert!(res.unwrap().unwrap_err().is_inherited());
+    assert_eq!(start.elapsed(), year * 30);
+}
+
 // ---- the thread driver, std's clock, and the two clocks together ----
 
 /// On the thread driver (std's clock) under `futures`' `block_on`: a long
@@ -635,4 +682,27 @@ async fn a_thread_driven_scope_gives_a_paused_clock_timeout_the_time_left() {
     let err = call.unwrap_err();
     assert!(err.is_inherited());
     assert!(took <= ms(300) && took >= ms(200), "{took:?}");
+}
+
+/// A scope at an instant past the wheel's range on one clock shortens no
+/// call on a timer of the other: its time left is not taken for the
+/// other clock's "far future" (30 years out).
+#[cfg(feature = "thread")]
+#[tokio::test(start_paused = true)]
+#[allow(clippy::async_yields_async)]
+async fn a_scope_past_the_wheels_range_shortens_no_call_on_the_other_clock() {
+    let year = Duration::from_secs(86_400 * 365);
+    let threaded = Timer::builder().driver_thread().build().unwrap();
+    let far = std::time::Instant::now() + year * 200_000;
+    let mut call = threaded
+        .scope_at(far, async { timeout(year * 40, pending::<()>()) })
+        .await
+        .unwrap();
+    assert!(call.timeout_mut().deadline() >= (Instant::now() + year * 40).into_std());
+    let far = Instant::now() + year * 200_000;
+    let before = std::time::Instant::now();
+    let mut call = deadline::scope_at(far, async { threaded.timeout(year * 40, pending::<()>()) })
+        .await
+        .unwrap();
+    assert!(call.timeout_mut().deadline() >= before + year * 40);
 }

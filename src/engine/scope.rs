@@ -2,15 +2,18 @@
 //! polling (`timer/deadline.rs` is the scope itself): every timeout made
 //! reads it here, once, and nothing more when there is none, so that a
 //! timeout needs nothing of the scope's module. A leaf of the engine: it
-//! imports only the clock.
+//! imports only the clock and the wheel's range.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use crate::engine::clock::{Clock, Source};
+use crate::wheel::raw::NEVER;
 
 /// A scope's deadline: an instant of the clock it was read on, and the
-/// tick of that instant on the timer's clock it was made on.
+/// tick of that instant on the timer's clock it was made on. A tick of
+/// [`NEVER`] (an instant given past the wheel's range) never passes, and
+/// clips nothing on any timer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Active {
     pub(crate) at: Instant,
@@ -30,15 +33,18 @@ impl Active {
 
     /// The deadline in the ticks of `clock`: its own tick on its own timer's
     /// clock, the instant's on another timer's of the same clock, the time
-    /// left from now on the other clock.
+    /// left from now on the other clock; [`NEVER`] on every clock for a
+    /// deadline that never passes, and where the instant lies past the
+    /// other timer's range (never its "far future", 30 years out, which
+    /// would cut a longer call short).
     #[inline]
     pub(crate) fn tick_on(self, clock: &Clock) -> u64 {
-        if clock as *const Clock as usize == self.clock {
+        if clock as *const Clock as usize == self.clock || self.tick >= NEVER {
             self.tick
         } else if clock.source() == self.source {
             clock.tick_of(self.at)
         } else {
-            clock.tick_after(self.remaining())
+            clock.deadline_after(self.remaining(), 1).0
         }
     }
 

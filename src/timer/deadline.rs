@@ -76,6 +76,13 @@
 //! is made, from now by its own. Never early on either: the time left is
 //! read before the other clock's now, and deadlines round up.
 //!
+//! A deadline given as an instant past the wheel's range (over 146,000
+//! years, where a timer's own deadlines never fire) never passes: the
+//! scope never ends on it, clips no timeout on any timer, and its
+//! [`deadline`](Scope::deadline) is the instant given. A delay too long to
+//! keep ([`Duration::MAX`]) is tokio's "far future", 30 years out, for a
+//! scope as for a timeout: the scope ends there, and so does a call in it.
+//!
 //! # Cost
 //!
 //! Outside any scope a timeout pays one read of a thread-local (a
@@ -124,6 +131,7 @@ use crate::error::{Elapsed, Error};
 use crate::engine::shard::Shard;
 use crate::timer::timeout::Timeout;
 use crate::timer::Timer;
+use crate::wheel::raw::NEVER;
 
 thread_local! {
     /// The own timeout of the innermost scope whose future this thread is
@@ -176,15 +184,24 @@ struct Parts {
 
 impl Parts {
     /// A scope bounded by `timeout`, or by the scope it is made in where
-    /// that comes first; `carried` from another task's scope.
-    fn new(mut timeout: Timeout, carried: bool) -> Parts {
-        let inherited = timeout.clip_to_scope() || carried;
+    /// that comes first; `carried` from another task's scope. `at` is the
+    /// instant its deadline was given as, if it was: where that lies past
+    /// the wheel's range, the scope never ends, and keeps the instant
+    /// (the timeout's `deadline()` would say 30 years out).
+    fn new(mut timeout: Timeout, carried: Option<Active>, at: Option<Instant>) -> Parts {
+        let inherited = timeout.clip_to_scope() || carried.is_some();
         let clock = timeout.clock();
+        let tick = timeout.unpolled_tick();
+        let given = if tick >= NEVER {
+            at.or(carried.map(|carried| carried.at))
+        } else {
+            None
+        };
         let active = Active {
-            at: timeout.deadline(),
+            at: given.unwrap_or_else(|| timeout.deadline()),
             source: clock.source(),
             clock: clock as *const Clock as usize,
-            tick: timeout.unpolled_tick(),
+            tick,
         };
         Parts {
             timeout,
@@ -230,7 +247,7 @@ pub(crate) fn try_scope_with<F>(
     make: impl FnOnce() -> F,
 ) -> Result<Scope<F>, Error> {
     let timeout = timer.try_sleep(delay)?;
-    Ok(Parts::new(timeout, false).scope_with(make))
+    Ok(Parts::new(timeout, None, None).scope_with(make))
 }
 
 #[track_caller]
@@ -286,7 +303,8 @@ impl<F> Scope<F> {
     /// The scope's deadline: its own, or the enclosing scope's it was made
     /// in where that came first, rounded up to the microsecond; an instant
     /// of its timer's clock (tokio's for a runtime-driven timer, std's for
-    /// a thread-driven one).
+    /// a thread-driven one). A deadline given past the wheel's range (over
+    /// 146,000 years), which never passes, is the instant given.
     ///
     /// # Examples
     ///
@@ -566,7 +584,7 @@ impl Deadline {
             self.active.remaining().is_zero()
         };
         let timeout = Timeout::on_shard(&self.shard, tick, due)?;
-        Ok(Parts::new(timeout, true).scope(fut.into_future()))
+        Ok(Parts::new(timeout, Some(self.active), None).scope(fut.into_future()))
     }
 }
 
@@ -675,7 +693,7 @@ pub fn remaining() -> Option<Duration> {
 pub fn scope<F: IntoFuture>(duration: Duration, future: F) -> Scope<F::IntoFuture> {
     let future = future.into_future();
     let timeout = unwrap(crate::timer::current::with_current(|timer| timer.try_sleep(duration)));
-    Parts::new(timeout, false).scope(future)
+    Parts::new(timeout, None, None).scope(future)
 }
 
 /// Runs `future` in a deadline scope that ends at `deadline`, on the
@@ -706,7 +724,7 @@ pub fn scope_at<F: IntoFuture>(deadline: tokio::time::Instant, future: F) -> Sco
     let timeout = unwrap(crate::timer::current::with_current(|timer| {
         timer.try_sleep_until(deadline)
     }));
-    Parts::new(timeout, false).scope(future)
+    Parts::new(timeout, None, Some(deadline.into_std())).scope(future)
 }
 
 impl Timer {
@@ -742,7 +760,9 @@ impl Timer {
 
     /// Runs `fut` in a deadline scope that ends at `deadline`: as
     /// [`scope`](Timer::scope), at an instant. A deadline already passed
-    /// ends the scope at its first poll (after one poll of `fut`).
+    /// ends the scope at its first poll (after one poll of `fut`). One past
+    /// the wheel's range (over 146,000 years) never passes, and shortens
+    /// no timeout made inside.
     ///
     /// # Panics
     ///
@@ -800,7 +820,7 @@ impl Timer {
         fut: F,
     ) -> Result<Scope<F::IntoFuture>, Error> {
         let timeout = self.try_sleep(delay)?;
-        Ok(Parts::new(timeout, false).scope(fut.into_future()))
+        Ok(Parts::new(timeout, None, None).scope(fut.into_future()))
     }
 
     /// Like [`scope_at`](Timer::scope_at), but returns an error instead of
@@ -829,7 +849,8 @@ impl Timer {
         deadline: impl Into<Instant>,
         fut: F,
     ) -> Result<Scope<F::IntoFuture>, Error> {
+        let deadline = deadline.into();
         let timeout = self.try_sleep_until(deadline)?;
-        Ok(Parts::new(timeout, false).scope(fut.into_future()))
+        Ok(Parts::new(timeout, None, Some(deadline)).scope(fut.into_future()))
     }
 }

@@ -140,8 +140,15 @@ impl Timeout {
 
     /// The deadline tick of a timeout just made (not yet polled).
     pub(crate) fn unpolled_tick(&self) -> u64 {
-        debug_assert!(matches!(self.kind(), UNREGISTERED | FIRED));
-        self.low() & !UNPOLLED
+        match self.kind() {
+            FIRED => self.low() & !UNPOLLED,
+            kind => {
+                debug_assert_eq!(kind, UNREGISTERED);
+                // [`NEVER`] and the ticks next to it have the bit of
+                // `UNPOLLED` set, which only a `FIRED` word means so.
+                self.low()
+            }
+        }
     }
 
     /// Its shard.
