@@ -76,6 +76,53 @@
 //! is made, from now by its own. Never early on either: the time left is
 //! read before the other clock's now, and deadlines round up.
 //!
+//! A deadline given as an instant past the wheel's range (over 146,000
+//! years, where a timer's own deadlines never fire) never passes: the
+//! scope never ends on it, clips no timeout on any timer, and its
+//! [`deadline`](Scope::deadline) is the instant given. A delay too long to
+//! keep ([`Duration::MAX`]) is tokio's "far future", 30 years out, for a
+//! scope as for a timeout: the scope ends there, and so does a call in it.
+//!
+//! # At the deadline
+//!
+//! A scope and a call clipped to it end at the same instant, and the two
+//! may be fired by two drivers (a timer each), or one after the other by
+//! one driver (two shards of a timer, turned in turn): the scope's may come
+//! first. So when its own deadline passes, a scope polls its future once
+//! more before it ends: there, a timeout clipped to that deadline (or to
+//! an earlier one) that is still pending ends at once with the inherited
+//! [`Elapsed`], without waiting for its own timer, and is counted as
+//! fired. The future gets its call's answer, and where it then completes,
+//! its output is the scope's: a handler answers "out of time" on every
+//! driver and shard count, whichever timer fires first. The call it was
+//! waiting on ends there whatever is left of tokio's cooperative budget; a
+//! call made in that poll ends as a timeout due at once does, through the
+//! budget (so a loop that retries yields to the runtime). Nothing else
+//! ends there: a timeout that keeps its own deadline, or was clipped to a
+//! later scope's, is dropped with the future, never ended early; and a
+//! scope whose timer stops ends at once, without that poll.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use hashwheel::Timer;
+//! use std::time::Duration;
+//!
+//! // The call's timer turns every 7 ms: it comes to the 300 ms the scope
+//! // and the call share after the scope's timer does.
+//! let requests = Timer::new();
+//! let calls = Timer::builder().tick(Duration::from_millis(7)).build().unwrap();
+//! let handled = requests.scope(Duration::from_millis(300), async {
+//!     match calls.timeout(Duration::from_secs(1), std::future::pending::<()>()).await {
+//!         Err(e) if e.is_inherited() => "out of time",
+//!         _ => "in time",
+//!     }
+//! });
+//! assert_eq!(handled.await, Ok("out of time"));
+//! assert_eq!(calls.pending(), 0);
+//! # }
+//! ```
+//!
 //! # Cost
 //!
 //! Outside any scope a timeout pays one read of a thread-local (a
@@ -86,7 +133,9 @@
 //! own (registered at its first pending poll, and checked at each pending
 //! poll after, as [`Timer::timeout`]'s), and two thread-local swaps per
 //! poll of its future; it touches no reference count shared between
-//! threads. See W10 in the repository's `BENCHMARKS.md` for the figures.
+//! threads. A timeout clipped to a scope reads one more thread-local when
+//! it is found pending (whether its scope's last poll is on). See W10 in
+//! the repository's `BENCHMARKS.md` for the figures.
 //!
 //! # Cancellation
 //!
@@ -119,10 +168,11 @@ use pin_project_lite::pin_project;
 
 use crate::engine::coop;
 use crate::engine::clock::Clock;
-use crate::engine::scope::{self, Active};
+use crate::engine::scope::{self, Active, Clip};
 use crate::error::{Elapsed, Error};
 use crate::engine::shard::Shard;
-use crate::timer::timeout::Timeout;
+use crate::timer::timeout::{Ended, Timeout};
+use crate::wheel::raw::NEVER;
 use crate::timer::Timer;
 
 thread_local! {
@@ -167,29 +217,54 @@ impl Drop for Inside<'_> {
     }
 }
 
+/// A scope's expiry poll: the thread's passed deadline (`scope::passed`)
+/// until this is dropped, which puts back what it was, on unwinding too.
+struct Passed(Option<Active>);
+
+impl Passed {
+    fn enter(passed: Active) -> Passed {
+        Passed(scope::enter_passed(passed))
+    }
+}
+
+impl Drop for Passed {
+    fn drop(&mut self) {
+        scope::restore_passed(self.0);
+    }
+}
+
 /// What a scope is made of, before its future.
 struct Parts {
     timeout: Timeout,
     active: Active,
-    inherited: bool,
+    clipped: Option<Clip>,
 }
 
 impl Parts {
     /// A scope bounded by `timeout`, or by the scope it is made in where
-    /// that comes first; `carried` from another task's scope.
-    fn new(mut timeout: Timeout, carried: bool) -> Parts {
-        let inherited = timeout.clip_to_scope() || carried;
+    /// that comes first; `carried` from another task's scope. `at` is the
+    /// instant its deadline was given as, if it was: where that lies past
+    /// the wheel's range, the scope never ends, and keeps the instant
+    /// (the timeout's `deadline()` would say 30 years out).
+    fn new(mut timeout: Timeout, carried: Option<Active>, at: Option<Instant>) -> Parts {
+        let clipped = timeout.clip_to_scope().or(carried.map(Active::clip));
         let clock = timeout.clock();
+        let tick = timeout.unpolled_tick();
+        let given = if tick >= NEVER {
+            at.or(carried.map(|carried| carried.at))
+        } else {
+            None
+        };
         let active = Active {
-            at: timeout.deadline(),
+            at: given.unwrap_or_else(|| timeout.deadline()),
             source: clock.source(),
             clock: clock as *const Clock as usize,
-            tick: timeout.unpolled_tick(),
+            tick,
         };
         Parts {
             timeout,
             active,
-            inherited,
+            clipped,
         }
     }
 
@@ -198,7 +273,7 @@ impl Parts {
             future,
             timeout: Some(self.timeout),
             active: self.active,
-            inherited: self.inherited,
+            clipped: self.clipped,
         }
     }
 
@@ -216,7 +291,7 @@ impl Parts {
             future,
             timeout,
             active: self.active,
-            inherited: self.inherited,
+            clipped: self.clipped,
         }
     }
 }
@@ -230,7 +305,7 @@ pub(crate) fn try_scope_with<F>(
     make: impl FnOnce() -> F,
 ) -> Result<Scope<F>, Error> {
     let timeout = timer.try_sleep(delay)?;
-    Ok(Parts::new(timeout, false).scope_with(make))
+    Ok(Parts::new(timeout, None, None).scope_with(make))
 }
 
 #[track_caller]
@@ -278,7 +353,9 @@ pin_project! {
         // then, and only then).
         timeout: Option<Timeout>,
         active: Active,
-        inherited: bool,
+        // The deadline it was clipped to (an enclosing scope's, where that
+        // came first) or carried from.
+        clipped: Option<Clip>,
     }
 }
 
@@ -286,7 +363,8 @@ impl<F> Scope<F> {
     /// The scope's deadline: its own, or the enclosing scope's it was made
     /// in where that came first, rounded up to the microsecond; an instant
     /// of its timer's clock (tokio's for a runtime-driven timer, std's for
-    /// a thread-driven one).
+    /// a thread-driven one). A deadline given past the wheel's range (over
+    /// 146,000 years), which never passes, is the instant given.
     ///
     /// # Examples
     ///
@@ -389,11 +467,11 @@ impl<F: Future> Future for Scope<F> {
     type Output = Result<F::Output, Elapsed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+        let mut this = self.project();
         let had_budget_before = coop::has_budget_remaining();
         let polled = {
             let _inside = Inside::enter(*this.active, this.timeout);
-            this.future.poll(cx)
+            this.future.as_mut().poll(cx)
         };
         if let Poll::Ready(output) = polled {
             return Poll::Ready(Ok(output));
@@ -404,10 +482,33 @@ impl<F: Future> Future for Scope<F> {
             // deadline went with them.
             return Poll::Ready(Err(Elapsed::deadline()));
         };
+        let clipped = *this.clipped;
         // As `WithTimeout`'s: the deadline is seen through a budget the
-        // future spent (see `coop`).
-        ready!(timeout.poll_deadline(cx, had_budget_before));
-        Poll::Ready(Err(timeout.elapsed().inherited_if(*this.inherited)))
+        // future spent (see `coop`); and a scope clipped to one whose
+        // expiry poll this is ends with it.
+        let err = match ready!(timeout.poll_clipped(cx, had_budget_before, clipped)) {
+            Ended::WithScope => return Poll::Ready(Err(Elapsed::deadline().inherited_if(true))),
+            Ended::Own => timeout.elapsed().inherited_if(clipped.is_some()),
+        };
+        if err.is_timer_stopped() {
+            return Poll::Ready(Err(err));
+        }
+        // The deadline passed: the expiry poll. The future is polled once
+        // more, where the timeouts clipped to this deadline that are still
+        // pending (their timer's driver has not come to them yet: another
+        // timer, or another shard) end with the inherited `Elapsed` (see
+        // `Timeout::poll_clipped`), so that a call and its scope that end
+        // at the same instant give the future its answer on every driver,
+        // whichever fires first.
+        let polled = {
+            let _passed = Passed::enter(*this.active);
+            let _inside = Inside::enter(*this.active, this.timeout);
+            this.future.poll(cx)
+        };
+        match polled {
+            Poll::Ready(output) => Poll::Ready(Ok(output)),
+            Poll::Pending => Poll::Ready(Err(err)),
+        }
     }
 }
 
@@ -415,7 +516,7 @@ impl<F> fmt::Debug for Scope<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scope")
             .field("deadline", &self.active.at)
-            .field("inherited", &self.inherited)
+            .field("inherited", &self.clipped.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -566,7 +667,7 @@ impl Deadline {
             self.active.remaining().is_zero()
         };
         let timeout = Timeout::on_shard(&self.shard, tick, due)?;
-        Ok(Parts::new(timeout, true).scope(fut.into_future()))
+        Ok(Parts::new(timeout, Some(self.active), None).scope(fut.into_future()))
     }
 }
 
@@ -675,7 +776,7 @@ pub fn remaining() -> Option<Duration> {
 pub fn scope<F: IntoFuture>(duration: Duration, future: F) -> Scope<F::IntoFuture> {
     let future = future.into_future();
     let timeout = unwrap(crate::timer::current::with_current(|timer| timer.try_sleep(duration)));
-    Parts::new(timeout, false).scope(future)
+    Parts::new(timeout, None, None).scope(future)
 }
 
 /// Runs `future` in a deadline scope that ends at `deadline`, on the
@@ -706,7 +807,7 @@ pub fn scope_at<F: IntoFuture>(deadline: tokio::time::Instant, future: F) -> Sco
     let timeout = unwrap(crate::timer::current::with_current(|timer| {
         timer.try_sleep_until(deadline)
     }));
-    Parts::new(timeout, false).scope(future)
+    Parts::new(timeout, None, Some(deadline.into_std())).scope(future)
 }
 
 impl Timer {
@@ -742,7 +843,10 @@ impl Timer {
 
     /// Runs `fut` in a deadline scope that ends at `deadline`: as
     /// [`scope`](Timer::scope), at an instant. A deadline already passed
-    /// ends the scope at its first poll (after one poll of `fut`).
+    /// ends the scope at its first poll (after `fut`'s poll and the last
+    /// one of [At the deadline](crate::deadline#at-the-deadline)). One past
+    /// the wheel's range (over 146,000 years) never passes, and shortens
+    /// no timeout made inside.
     ///
     /// # Panics
     ///
@@ -800,7 +904,7 @@ impl Timer {
         fut: F,
     ) -> Result<Scope<F::IntoFuture>, Error> {
         let timeout = self.try_sleep(delay)?;
-        Ok(Parts::new(timeout, false).scope(fut.into_future()))
+        Ok(Parts::new(timeout, None, None).scope(fut.into_future()))
     }
 
     /// Like [`scope_at`](Timer::scope_at), but returns an error instead of
@@ -829,7 +933,8 @@ impl Timer {
         deadline: impl Into<Instant>,
         fut: F,
     ) -> Result<Scope<F::IntoFuture>, Error> {
+        let deadline = deadline.into();
         let timeout = self.try_sleep_until(deadline)?;
-        Ok(Parts::new(timeout, false).scope(fut.into_future()))
+        Ok(Parts::new(timeout, None, Some(deadline)).scope(fut.into_future()))
     }
 }

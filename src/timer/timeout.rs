@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::engine::coop;
-use crate::engine::scope::{self, Active};
+use crate::engine::scope::{self, Active, Clip};
 use crate::engine::shard::{wake_all, AtomicCounts, Shard, ShardState};
 use crate::error::{Elapsed, Error, StopReason};
 use crate::wheel::raw::{Key, State, NEVER};
@@ -140,8 +140,15 @@ impl Timeout {
 
     /// The deadline tick of a timeout just made (not yet polled).
     pub(crate) fn unpolled_tick(&self) -> u64 {
-        debug_assert!(matches!(self.kind(), UNREGISTERED | FIRED));
-        self.low() & !UNPOLLED
+        match self.kind() {
+            FIRED => self.low() & !UNPOLLED,
+            kind => {
+                debug_assert_eq!(kind, UNREGISTERED);
+                // [`NEVER`] and the ticks next to it have the bit of
+                // `UNPOLLED` set, which only a `FIRED` word means so.
+                self.low()
+            }
+        }
     }
 
     /// Its shard.
@@ -778,6 +785,15 @@ impl Timeout {
     }
 }
 
+/// How a clipped deadline ended (see [`Timeout::poll_clipped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Its own timer fired it, or cancelled it (the timer stopped).
+    Own,
+    /// With the scope it was clipped to, in that scope's expiry poll.
+    WithScope,
+}
+
 /// What an interval's re-arm counts (see [`Timeout::rearm_beat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rearm {
@@ -808,19 +824,93 @@ impl Future for Timeout {
 impl Timeout {
     /// Moves this timeout, just made and not yet polled, to the deadline of
     /// the deadline scope being polled on this thread where that comes
-    /// first; returns whether it did. Outside any scope, one read of a
-    /// thread-local.
+    /// first; returns that deadline where it did. Outside any scope, one
+    /// read of a thread-local.
     #[inline]
-    pub(crate) fn clip_to_scope(&mut self) -> bool {
+    pub(crate) fn clip_to_scope(&mut self) -> Option<Clip> {
         match scope::active() {
             Some(active) => self.clip_to(active),
-            None => false,
+            None => None,
         }
     }
 
     #[inline(never)]
-    fn clip_to(&mut self, active: Active) -> bool {
+    fn clip_to(&mut self, active: Active) -> Option<Clip> {
         self.clip_unpolled(|clock| active.tick_on(clock))
+            .then(|| active.clip())
+    }
+
+    /// The deadline of a [`WithTimeout`] or a deadline scope clipped to
+    /// `clip` (an enclosing scope's deadline, `None` where it keeps its
+    /// own), polled after the future it bounds was pending: as
+    /// [`poll_deadline`](Self::poll_deadline), and besides, pending in the
+    /// expiry poll of a scope whose deadline passed (`scope::passed`), it
+    /// ends there where `clip` has passed with that deadline, its own
+    /// timer's driver not yet come to it (a tie between two timers, or two
+    /// shards of one: the scope fired first). It is completed then, as
+    /// fired, so it ends once. One registered before this poll (the call
+    /// the future was waiting on when the deadline passed) ends without
+    /// tokio's budget, so that the future sees its inherited `Elapsed` in
+    /// that poll wherever the budget stands; one made in that poll ends as
+    /// a timeout due at its creation does, through the budget, so that a
+    /// loop that retries yields to the runtime.
+    #[inline]
+    pub(crate) fn poll_clipped(
+        &mut self,
+        cx: &mut Context<'_>,
+        had_budget_before: bool,
+        clip: Option<Clip>,
+    ) -> Poll<Ended> {
+        let Some(clip) = clip else {
+            return self.poll_deadline(cx, had_budget_before).map(|()| Ended::Own);
+        };
+        let registered = self.kind() == REGISTERED;
+        if self.poll_deadline(cx, had_budget_before).is_ready() {
+            return Poll::Ready(Ended::Own);
+        }
+        if !scope::passed().is_some_and(|passed| clip.passed_with(passed)) {
+            return Poll::Pending;
+        }
+        self.fire_with_scope();
+        // One made in this poll: through the budget, as `poll_deadline`
+        // (which sees through a budget the future spent this poll).
+        let spent_here = had_budget_before && !coop::has_budget_remaining();
+        if !registered && !spent_here {
+            ready!(coop::spend(cx));
+        }
+        Poll::Ready(Ended::WithScope)
+    }
+
+    /// Completes this timeout as fired, now, where its deadline, a scope's,
+    /// passed with the scope (see [`poll_clipped`](Self::poll_clipped)):
+    /// out of the wheel, its waker dropped after the lock, counted fired
+    /// (it reached its deadline: the inherited one). One the timer fired
+    /// or cancelled meanwhile stays so.
+    #[cold]
+    #[inline(never)]
+    fn fire_with_scope(&mut self) {
+        if self.kind() != REGISTERED {
+            return;
+        }
+        let shard = &*self.shard;
+        let key = self.key();
+        let Some(mut guard) = shard.lock_unless_forked() else {
+            return;
+        };
+        let tick = self.registered_tick(|| guard.wheel.tick(key));
+        // The word first, as `clear` does.
+        shard.deadlines.remove(key, self.gen());
+        let (state, waker) = guard.wheel.remove(key);
+        if state == State::Pending {
+            guard.counts.fired += 1;
+            shard.release_locked(&mut guard, 1);
+        }
+        drop(guard);
+        drop(waker);
+        match state {
+            State::Cancelled => self.set(CANCELLED, tick),
+            _ => self.set_done(FIRED, tick),
+        }
     }
 
     /// The deadline of a [`WithTimeout`] or a deadline scope, polled after
@@ -991,8 +1081,9 @@ pin_project! {
         #[pin]
         future: F,
         timeout: Timeout,
-        // Its deadline is an enclosing deadline scope's (see `deadline`).
-        inherited: bool,
+        // The enclosing deadline scope's deadline it holds, where that
+        // came first (see `deadline`).
+        clipped: Option<Clip>,
     }
 }
 
@@ -1001,11 +1092,11 @@ impl<F> WithTimeout<F> {
     /// in where that comes first.
     #[inline]
     pub(crate) fn new(future: F, mut timeout: Timeout) -> WithTimeout<F> {
-        let inherited = timeout.clip_to_scope();
+        let clipped = timeout.clip_to_scope();
         WithTimeout {
             future,
             timeout,
-            inherited,
+            clipped,
         }
     }
 
@@ -1087,7 +1178,7 @@ impl<F> WithTimeout<F> {
     /// # }
     /// ```
     pub fn timeout_mut(&mut self) -> &mut Timeout {
-        self.inherited = false;
+        self.clipped = None;
         &mut self.timeout
     }
 
@@ -1126,7 +1217,11 @@ impl<F: Future> Future for WithTimeout<F> {
             return Poll::Ready(Ok(output));
         }
         let timeout = this.timeout;
-        ready!(timeout.poll_deadline(cx, had_budget_before));
-        Poll::Ready(Err(timeout.elapsed().inherited_if(*this.inherited)))
+        let clipped = *this.clipped;
+        let err = match ready!(timeout.poll_clipped(cx, had_budget_before, clipped)) {
+            Ended::Own => timeout.elapsed(),
+            Ended::WithScope => Elapsed::deadline(),
+        };
+        Poll::Ready(Err(err.inherited_if(clipped.is_some())))
     }
 }

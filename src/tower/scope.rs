@@ -99,7 +99,12 @@ impl<S> Layer<S> for ScopeLayer {
 /// inner service inside it, and returns a [`ScopeFuture`] that polls the
 /// inner future inside it: the response, or, once the deadline passes,
 /// hashwheel's [`Elapsed`](crate::Elapsed) in a [`BoxError`], dropping the
-/// inner future. Inside an enclosing scope (a [`ScopeLayer`] further out,
+/// inner future. At the deadline the inner future is polled a last time
+/// first, where the calls clipped to the deadline end with the inherited
+/// `Elapsed` ([At the deadline](crate::deadline#at-the-deadline)): a
+/// handler that answers then has its response returned, whichever of the
+/// layer's timer and its calls' (two timers, or two shards of one) fires
+/// first. Inside an enclosing scope (a [`ScopeLayer`] further out,
 /// or a scope around the call) the earlier deadline holds. The inner
 /// service's errors are boxed and passed on; readiness is the inner
 /// service's.
