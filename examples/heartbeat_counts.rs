@@ -18,8 +18,8 @@
 //! the timer's and the runtime's work without the parks, system calls and
 //! idle wake-ups of a real clock's run (whose CPU is mostly those, and
 //! swings with the machine's neighbours). Alternate the contenders over
-//! rounds and compare the medians (BENCHMARKS.md, "Where a heartbeat
-//! goes"):
+//! rounds and compare the medians (docs/BENCHMARKS-HISTORY.md, "Where a
+//! heartbeat goes"):
 //!
 //! ```text
 //! target/release/examples/heartbeat_counts timer 100000 5
@@ -39,7 +39,7 @@
 //! and the kernel do to the caches between two turns on the real clock,
 //! which paused time never parks for. Its own misses are the same for
 //! every contender; compare a contender's misses a beat with tokio's in
-//! the same set-up (BENCHMARKS.md, "Heartbeats, by design").
+//! the same set-up (docs/BENCHMARKS-HISTORY.md, "Heartbeats, by design").
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

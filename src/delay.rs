@@ -339,7 +339,7 @@ fn build() -> Timer {
 /// and where the id is that process's, an `F_GETLK`: the timer's process
 /// holds a record lock that no child inherits, so a child forked into a
 /// new pid namespace, which may have its parent's id, is told apart too;
-/// about 400 ns on a virtual machine, more than the rest of a delay's
+/// about <!--fig:fork-check.ns-->400 ns on a virtual machine, more than the rest of a delay's
 /// life) unless the same thread left a `Delay` of the same timer pending
 /// less than a microsecond before: no fork fits in that time (only the
 /// forking thread lives on in the child, and it spent the whole fork in

@@ -40,9 +40,11 @@ use crate::queue::{delay_queue_common, Entry, Queue, QueueAlarm};
 /// fire: at most 125 µs after a `Sleep` with the exact deadline, and like
 /// it subject to tokio's millisecond timer and to the runtime's load. No
 /// absolute bound holds: measured on an idle runtime, items came out
-/// 1.12–1.18 ms after their deadline at the median and up to about 2 ms
-/// (tokio's `Sleep` about the same; tokio-util's `DelayQueue` about 2.0 ms
-/// and 2.9 ms). An item whose deadline
+/// <!--fig:delay-queue.p50-->1.12–1.18 ms after their deadline at the
+/// median and up to about <!--fig:delay-queue.max-->2 ms (tokio's `Sleep`
+/// about the same; tokio-util's `DelayQueue` about
+/// <!--fig:delay-queue.tokio-util.p50-->2.0 ms and
+/// <!--fig:delay-queue.tokio-util.max-->2.9 ms). An item whose deadline
 /// has already passed when it is inserted (or reset) comes out on the next
 /// poll. Deadlines years away work, never early, and none panics: a delay
 /// over about 30 years (`Duration::MAX`) is capped there, as

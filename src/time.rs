@@ -34,16 +34,21 @@
 //! id, the worker's index) would hand out the wrong runtime's timer inside
 //! `Handle::enter` or a `block_on` nested in `block_in_place`. Measured
 //! (the repository's `BENCHMARKS.md`, "Micro-benchmarks": W1, a 30 s sleep
-//! created, polled once and dropped on a current-thread runtime): 81–82 ns
-//! per pair through [`sleep`] against 74 ns through [`Timer::sleep`]
-//! (1.10×, the lookup costs 7–8 ns), and 504 ns through
-//! `tokio::time::sleep` (boxed, as it must be to keep). The clone writes a
-//! reference count that every worker of the runtime shares: with request
-//! timeouts on 2 workers (W10 there, 1,000 tasks each looping
-//! `timeout(30 s, f)`) it costs about 30 ns a request over
-//! [`Timer::timeout`] (184.2 against 152.6 ns of CPU), and on 16 workers
-//! of a 16-core machine about 1.9 µs (2,235 against 364 ns: 6.1×, still
-//! 0.16× `tokio::time::timeout`'s, which clones the same count).
+//! created, polled once and dropped on a current-thread runtime):
+//! <!--fig:ops.w1.time-->81–82 ns per pair through [`sleep`] against
+//! <!--fig:ops.w1.timer-->74 ns through [`Timer::sleep`]
+//! (<!--fig:ops.w1.time.ratio-->1.10×, the lookup costs
+//! <!--fig:ops.w1.lookup-->7–8 ns), and <!--fig:ops.w1.tokio-->504 ns
+//! through `tokio::time::sleep` (boxed, as it must be to keep). The clone
+//! writes a reference count that every worker of the runtime shares: with
+//! request timeouts (W10 there, 1,000 tasks each looping
+//! `timeout(30 s, f)`) it costs <!--fig:w10.ct.time-->1.08× a
+//! [`Timer::timeout`] on a current-thread runtime, and on 16 workers of a
+//! 16-core machine about <!--fig:w10.16w.time.over-timer.us-->1.9 µs a
+//! request more (<!--fig:w10.16w.time-->2,235 against
+//! <!--fig:w10.16w.timer-->364 ns: <!--fig:w10.16w.time.ratio-->6.1×, still
+//! <!--fig:w10.16w.time.vs-tokio-->0.16× `tokio::time::timeout`'s, which
+//! clones the same count).
 //!
 //! Keep a [`Timer`] handle instead (say [`Timer::current`], once per
 //! connection) to skip the lookup on hot paths, or when you want several

@@ -338,7 +338,7 @@ impl<T> Wheel<T> {
     /// and polled in that order, which the processor's prefetcher follows,
     /// as tokio's timer wakes them. Last in, first out reversed that order
     /// every turn of the wheel: W9, 100,000 connections on 1 worker, cost
-    /// 10% more CPU (BENCHMARKS.md).
+    /// 10% more CPU (docs/BENCHMARKS-HISTORY.md, "Heartbeats, by design").
     pub(crate) fn in_link_order(mut self) -> Wheel<T> {
         debug_assert!(self.linked == 0, "a wheel changes its order empty");
         self.tails = vec![NIL; self.buckets.heads.len()].into_boxed_slice();

@@ -1,5 +1,5 @@
 //! Side-by-side comparison of hashwheel with `tokio::time` and tokio-util's
-//! `DelayQueue` on the workloads of WORKLOADS.md (W1–W6, W8, W9), of
+//! `DelayQueue` on the workloads of docs/WORKLOADS.md (W1–W6, W8, W9), of
 //! hashwheel's `DelayQueue` with tokio-util's (Q1–Q4), and of hashwheel with
 //! the strongest rivals where servers spend (W10 request timeouts, W11
 //! growth, W12 short sleeps: tokio's alternative timer, pingora-timeout,

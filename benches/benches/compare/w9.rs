@@ -444,8 +444,8 @@ pub fn w9_child(which: &str, cfg: &Config) {
     let rt = builder.build().unwrap();
     let timer = match which {
         "hashwheel" => Some(rt.block_on(async { Timer::new() })),
-        // The knob that trades lateness for fewer turns (BENCHMARKS.md,
-        // "Where a heartbeat goes"): not in the default runs.
+        // The knob that trades lateness for fewer turns (BENCHMARKS.md, W9,
+        // "A coarser tick"): not in the default runs.
         "hashwheel-2ms" => Some(rt.block_on(async {
             Timer::builder()
                 .tick(Duration::from_millis(2))
