@@ -179,11 +179,17 @@ fn a_panic_in_a_thread_drivers_turn_stops_the_timer_and_completes_every_timeout(
     }
     hooks::panic_in_turns(&timer.shared.common, false);
     assert!(timer.is_stopped(), "the panic stopped the timer");
-    assert_eq!(
-        (&mut near).now_or_never(),
-        Some(()),
-        "the near one completed"
-    );
+    // The stop flag is raised before the shards are drained (on the
+    // driver's thread, which may not have run since on a loaded machine):
+    // the near one completes soon after, not necessarily at once.
+    let start = std::time::Instant::now();
+    while (&mut near).now_or_never().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the near one completed"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let err = far.now_or_never().expect("completed").unwrap_err();
     assert!(err.is_timer_stopped());
     assert!(err.to_string().contains("driver panicked"), "{err}");
