@@ -86,9 +86,9 @@
 //! - `fire`: W4 (fire spawned tasks, lateness);
 //! - `idle`: W6 and W8 (idle CPU, driver wake-ups);
 //! - `w9`: W9 (heartbeat storm, one child process per contender);
-//!   `w9_scales`: the same at 10,000, 100,000 and 1,000,000 connections,
-//!   1 and 2 workers, in rounds (`--only=W9 --w9-scales [--w9-rounds=3]`),
-//!   and its chart `w9-scales.svg`;
+//!   `w9_scales`: the same at 1,000, 10,000, 100,000 and 1,000,000
+//!   connections, 1 and 2 workers, in rounds (`--only=W9 --w9-scales
+//!   [--w9-rounds=3]`), and its chart `w9-scales.svg`;
 //! - `w9_smol`: W9 on smol (`W9S`): async-io's `Timer` API, two timers;
 //! - `w10`: W10 (request-timeout wrapper, on tokio and on any executor);
 //! - `w11`: W11 (growth: tail latency of insert, reset, cancel; a 1 ms
