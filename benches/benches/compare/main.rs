@@ -260,27 +260,16 @@ fn main() {
         w14::w14(&cfg);
         eprintln!("W14 done ({:.1?})", t0.elapsed());
     }
-    if cfg
-        .only
-        .as_deref()
-        .is_some_and(|o| o.split(',').any(|w| w == "W14C"))
-    {
+    if cfg.names("W14C") {
         w14::w14_cycle(&cfg);
         eprintln!("W14C done ({:.1?})", t0.elapsed());
     }
     // Named only: a full W15 takes about ten minutes.
-    if cfg
-        .only
-        .as_deref()
-        .is_some_and(|o| o.split(',').any(|w| w == "W15"))
-    {
+    if cfg.names("W15") {
         w15::w15(&cfg);
         eprintln!("W15 done ({:.1?})", t0.elapsed());
     }
-    if cfg.only.as_deref().is_some_and(|o| {
-        o.split(',')
-            .any(|w| ["ANY", "W10A", "W12A", "W13"].contains(&w))
-    }) {
+    if ["ANY", "W10A", "W12A", "W13"].iter().any(|w| cfg.names(w)) {
         any::any(&cfg);
         eprintln!("any executor done ({:.1?})", t0.elapsed());
     }
