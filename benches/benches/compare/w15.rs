@@ -50,7 +50,7 @@ use tokio::sync::mpsc::unbounded_channel;
 use tokio::time::Instant;
 
 use crate::child::{self, get, need, Figures, ALT_NOTE, ALT_TIMER};
-use crate::common::cpu_time;
+use crate::common::{clock, cpu_time};
 use crate::config::{arg, Config};
 use crate::report::{mean, spread};
 use crate::w9::{w9_lateness, w9_record};
@@ -209,18 +209,6 @@ fn cpu_clock_of<T>(handle: &std::thread::JoinHandle<T>) -> libc::clockid_t {
     clock
 }
 
-/// The CPU time of `clock`.
-fn cpu_of(clock: libc::clockid_t) -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// The child: one contender at one size on one runtime; prints its
 /// figures as one `CHILD key=value ...` line.
 pub fn child(_cfg: &Config) {
@@ -287,11 +275,11 @@ pub fn child(_cfg: &Config) {
     };
     std::thread::sleep(window.0.saturating_duration_since(Instant::now()));
     let stats0 = ours.as_ref().map(Timer::stats);
-    let feed0 = (cpu_of(feeder_clock), sent.load(Ordering::Relaxed));
+    let feed0 = (clock(feeder_clock), sent.load(Ordering::Relaxed));
     let (cpu0, csw0, counts0, wall0) = (cpu_time(), switches(), totals(), Instant::now());
     std::thread::sleep(window.1.saturating_duration_since(Instant::now()));
     let (cpu1, csw1, counts1, wall) = (cpu_time(), switches(), totals(), wall0.elapsed());
-    let feed1 = (cpu_of(feeder_clock), sent.load(Ordering::Relaxed));
+    let feed1 = (clock(feeder_clock), sent.load(Ordering::Relaxed));
     let stats1 = ours.as_ref().map(Timer::stats);
     // The expiries due by the window's end come in.
     std::thread::sleep(Duration::from_millis(200));
