@@ -19,7 +19,8 @@ pub fn thread_cpu_time() -> Duration {
     clock(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
-fn clock(id: libc::clockid_t) -> Duration {
+/// The time of CPU clock `id` (a process's, a thread's).
+pub fn clock(id: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -15,6 +15,7 @@
 //! cargo bench -p hashwheel-benches --bench compare -- --only=ANY --any-rounds=5
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W11 --w11-count=2000000
 //! cargo bench -p hashwheel-benches --bench compare -- --only=W14 --quick
+//! cargo bench -p hashwheel-benches --bench compare -- --only=W15 --quick
 //! cargo bench -p hashwheel-benches --bench compare -- --quick --charts=/tmp/charts
 //! ```
 //!
@@ -86,9 +87,9 @@
 //! - `fire`: W4 (fire spawned tasks, lateness);
 //! - `idle`: W6 and W8 (idle CPU, driver wake-ups);
 //! - `w9`: W9 (heartbeat storm, one child process per contender);
-//!   `w9_scales`: the same at 10,000, 100,000 and 1,000,000 connections,
-//!   1 and 2 workers, in rounds (`--only=W9 --w9-scales [--w9-rounds=3]`),
-//!   and its chart `w9-scales.svg`;
+//!   `w9_scales`: the same at 1,000, 10,000, 100,000 and 1,000,000
+//!   connections, 1 and 2 workers, in rounds (`--only=W9 --w9-scales
+//!   [--w9-rounds=3]`), and its chart `w9-scales.svg`;
 //! - `w9_smol`: W9 on smol (`W9S`): async-io's `Timer` API, two timers;
 //! - `w10`: W10 (request-timeout wrapper, on tokio and on any executor);
 //! - `w11`: W11 (growth: tail latency of insert, reset, cancel; a 1 ms
@@ -97,6 +98,13 @@
 //! - `w14`: W14 (a read timeout rebuilt on every `select!` pass on a
 //!   current-thread runtime, one child process per contender, rounds
 //!   alternating: `--only=W14 [--connections=N] [--w14-rounds=3]`);
+//! - `w15`: W15 (one protocol timer a connection, reset after every
+//!   packet to the earliest of its idle, loss and ack-delay deadlines, as
+//!   a QUIC library's; 1,000 to 50,000 connections on 1 and 2 workers,
+//!   one child process per contender, rounds alternating; run only when
+//!   named: `--only=W15 [--quick] [--connections=N] [--workers=N]
+//!   [--w15-rounds=3]`); its model is `examples/protocol_timer_counts`',
+//!   which counts the same resets on paused time;
 //! - `w13`: W13 (a smol burst: 10,000 `Timer::after(1–11 ms)` on one
 //!   smol `Executor`, then rows of 300 µs and 1 ms sleeps; async-io's
 //!   `Timer` against `hashwheel::async_io::Timer`);
@@ -104,7 +112,7 @@
 //!   `W10A`, `W12A`, `W13` alone; `--any-rounds=N`, 3 by default): W10 on
 //!   a current-thread runtime and 2 workers, W12 on 2 workers and W13,
 //!   every contender in rounds, medians with their spread;
-//! - `child`: the child processes of W10–W12 (`--child=W10 ...`);
+//! - `child`: the child processes of W10–W12 and W15 (`--child=W10 ...`);
 //! - `queue`: Q1–Q4 (hashwheel's `DelayQueue` against tokio-util's);
 //! - `alloc` (the counting allocator), `common` (clocks, runtimes, helpers),
 //!   `config` (the command line), `report` (the table and its ratios),
@@ -128,6 +136,7 @@ mod w11;
 mod w12;
 mod w13;
 mod w14;
+mod w15;
 mod w9;
 mod w9_scales;
 mod w9_smol;
@@ -156,6 +165,7 @@ fn main() {
             "W11-bounds" => w11::bounds_child(&cfg),
             "W12" => w12::child(&cfg),
             "W13" => w13::child(&cfg),
+            "W15" => w15::child(&cfg),
             other => panic!("unknown child workload {other}"),
         };
     }
@@ -250,18 +260,16 @@ fn main() {
         w14::w14(&cfg);
         eprintln!("W14 done ({:.1?})", t0.elapsed());
     }
-    if cfg
-        .only
-        .as_deref()
-        .is_some_and(|o| o.split(',').any(|w| w == "W14C"))
-    {
+    if cfg.names("W14C") {
         w14::w14_cycle(&cfg);
         eprintln!("W14C done ({:.1?})", t0.elapsed());
     }
-    if cfg.only.as_deref().is_some_and(|o| {
-        o.split(',')
-            .any(|w| ["ANY", "W10A", "W12A", "W13"].contains(&w))
-    }) {
+    // Named only: a full W15 takes about ten minutes.
+    if cfg.names("W15") {
+        w15::w15(&cfg);
+        eprintln!("W15 done ({:.1?})", t0.elapsed());
+    }
+    if ["ANY", "W10A", "W12A", "W13"].iter().any(|w| cfg.names(w)) {
         any::any(&cfg);
         eprintln!("any executor done ({:.1?})", t0.elapsed());
     }
