@@ -129,6 +129,9 @@ macro_rules! service_accessors {
     };
 }
 
+mod deadline;
+mod grpc_timeout;
+mod propagate;
 mod scope;
 
 pub use scope::{ScopeFuture, ScopeLayer, ScopeService};
