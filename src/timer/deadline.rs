@@ -16,7 +16,10 @@
 //! [`Elapsed`] whose [`is_inherited`](Elapsed::is_inherited) is `true`:
 //! "the request ran out", where `false` says "this call was slow". The
 //! scope itself ends with [`Elapsed`] when its deadline passes, dropping
-//! (cancelling) everything inside it.
+//! (cancelling) everything inside it; its
+//! [`ended_by`](Elapsed::ended_by) names the deadline at every level
+//! ([`EndedBy`](crate::EndedBy): the call's own, an inherited one, the
+//! scope's own).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -402,12 +405,12 @@ impl<F: Future> Future for Scope<F> {
             // Only where the thread's locals were torn down during the
             // poll (a scope polled by a thread-local's destructor): its
             // deadline went with them.
-            return Poll::Ready(Err(Elapsed::deadline()));
+            return Poll::Ready(Err(Elapsed::deadline().of_scope()));
         };
         // As `WithTimeout`'s: the deadline is seen through a budget the
         // future spent (see `coop`).
         ready!(timeout.poll_deadline(cx, had_budget_before));
-        Poll::Ready(Err(timeout.elapsed().inherited_if(*this.inherited)))
+        Poll::Ready(Err(timeout.elapsed().inherited_if(*this.inherited).of_scope()))
     }
 }
 
