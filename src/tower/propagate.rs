@@ -1,2 +1,384 @@
-//! `PropagateDeadlineLayer`: the client side of a request's deadline
+//! [`PropagateDeadlineLayer`]: the client side of a request's deadline
 //! across services, written into each call's headers.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use ::tower::{BoxError, Layer, Service};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::Request;
+use pin_project_lite::pin_project;
+
+use super::deadline::GRPC_TIMEOUT;
+use super::grpc_timeout::{encode_grpc_timeout, parse_grpc_timeout};
+use crate::error::Elapsed;
+use crate::timer::deadline::remaining;
+use crate::timer::timeout::WithTimeout;
+use crate::timer::Timer;
+
+/// A [`Layer`] for clients (hyper-util's `Client`, tonic's `Channel`, any
+/// `Service<http::Request<_>>`) that carries the deadline of the
+/// [deadline scope](crate::deadline) a call is made in to the service it
+/// calls: inside a scope (a request run by a
+/// [`DeadlineLayer`](super::DeadlineLayer) or a
+/// [`ScopeLayer`](super::ScopeLayer), a [`Timer::scope`]), each call
+///
+/// - writes the time left into its request's `grpc-timeout` (gRPC's
+///   format, rounded down: see
+///   [`encode_grpc_timeout`](super::encode_grpc_timeout)), and into the
+///   header of milliseconds [`millis_header`](PropagateDeadlineLayer::millis_header)
+///   names, if any (rounded down too), so that the callee's deadline is
+///   never later than the caller's; a request that carries a smaller one
+///   already keeps it;
+/// - ends at the scope's deadline with an [`Elapsed`] whose
+///   [`ended_by`](Elapsed::ended_by) is
+///   [`EndedBy::Inherited`](crate::EndedBy::Inherited), dropping the
+///   inner call (its connection's protocol cancels it: an HTTP/2 stream
+///   reset, an HTTP/1 connection closed);
+/// - with no time left, ends at once with that `Elapsed`, without calling
+///   the inner service: nothing is sent.
+///
+/// Outside any scope a call is the inner service's, untouched: its cost is
+/// one read of a thread-local.
+///
+/// The services' errors are [`BoxError`]s: the inner service's, boxed, or
+/// hashwheel's [`Elapsed`] (or its [`Error`](crate::Error), where the
+/// timer is stopped or full). tonic's clients take them as they are: the
+/// `Status` of a call ended so has the `Elapsed` as its source.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::tower::PropagateDeadlineLayer;
+/// use hashwheel::{EndedBy, Timer};
+/// use http::{Request, Response};
+/// use std::time::Duration;
+/// use tower::{service_fn, BoxError, Layer, ServiceExt};
+///
+/// // A "client" that answers with the deadline its request carried.
+/// let client = service_fn(|req: Request<()>| async move {
+///     let sent = req.headers().get("grpc-timeout").cloned();
+///     Ok::<_, BoxError>(Response::new(sent))
+/// });
+/// let timer = Timer::new();
+/// let client = PropagateDeadlineLayer::new(timer.clone()).layer(client);
+///
+/// // Outside a scope: nothing is sent.
+/// let res = client.clone().oneshot(Request::new(())).await.unwrap();
+/// assert_eq!(res.into_body(), None);
+///
+/// // Inside one: the time left.
+/// let res = timer
+///     .scope(Duration::from_millis(200), client.clone().oneshot(Request::new(())))
+///     .await
+///     .unwrap()
+///     .unwrap();
+/// assert_eq!(res.into_body().unwrap(), "200000u");
+///
+/// // None left: not sent, an inherited Elapsed.
+/// let call = timer.scope(Duration::from_millis(200), async {
+///     tokio::time::sleep(Duration::from_millis(200)).await;
+///     client.oneshot(Request::new(())).await
+/// });
+/// let err = call.await.unwrap().unwrap_err();
+/// let err = err.downcast_ref::<hashwheel::Elapsed>().unwrap();
+/// assert_eq!(err.ended_by(), EndedBy::Inherited);
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PropagateDeadlineLayer {
+    timer: Timer,
+    millis: Option<HeaderName>,
+}
+
+impl PropagateDeadlineLayer {
+    /// A layer whose services write the time left of the scope each call
+    /// is made in into its `grpc-timeout`, and end it at the scope's
+    /// deadline, timed by `timer`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let layer = hashwheel::tower::PropagateDeadlineLayer::new(hashwheel::Timer::new());
+    /// assert!(layer.millis_header_name().is_none());
+    /// # }
+    /// ```
+    pub fn new(timer: Timer) -> PropagateDeadlineLayer {
+        PropagateDeadlineLayer {
+            timer,
+            millis: None,
+        }
+    }
+
+    /// Writes the time left, in whole milliseconds (rounded down), into
+    /// the header `name` too, beside `grpc-timeout`: for a callee that
+    /// reads a header of milliseconds (a
+    /// [`DeadlineLayer`](super::DeadlineLayer) with the same
+    /// [`millis_header`](super::DeadlineLayer::millis_header), a proxy's
+    /// own).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use http::HeaderName;
+    ///
+    /// let layer = hashwheel::tower::PropagateDeadlineLayer::new(hashwheel::Timer::new())
+    ///     .millis_header(HeaderName::from_static("x-request-deadline"));
+    /// assert_eq!(layer.millis_header_name().unwrap(), "x-request-deadline");
+    /// # }
+    /// ```
+    pub fn millis_header(mut self, name: HeaderName) -> PropagateDeadlineLayer {
+        self.millis = Some(name);
+        self
+    }
+
+    /// The header of milliseconds written beside `grpc-timeout`, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let layer = hashwheel::tower::PropagateDeadlineLayer::new(hashwheel::Timer::new());
+    /// assert_eq!(layer.millis_header_name(), None);
+    /// # }
+    /// ```
+    pub fn millis_header_name(&self) -> Option<&HeaderName> {
+        self.millis.as_ref()
+    }
+}
+
+impl<S> Layer<S> for PropagateDeadlineLayer {
+    type Service = PropagateDeadline<S>;
+
+    fn layer(&self, inner: S) -> PropagateDeadline<S> {
+        PropagateDeadline {
+            inner,
+            timer: self.timer.clone(),
+            millis: self.millis.clone(),
+        }
+    }
+}
+
+/// A tower [`Service`] for clients that carries the deadline of the
+/// scope each call is made in to the service it calls; made by
+/// [`PropagateDeadlineLayer`], see there.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use hashwheel::tower::{PropagateDeadline, PropagateDeadlineLayer};
+/// use tower::Layer;
+///
+/// let layer = PropagateDeadlineLayer::new(hashwheel::Timer::new());
+/// let mut client: PropagateDeadline<u8> = layer.layer(5);
+/// *client.get_mut() += 1;
+/// assert_eq!(*client.get_ref(), 6);
+/// assert_eq!(client.into_inner(), 6);
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PropagateDeadline<S> {
+    inner: S,
+    timer: Timer,
+    millis: Option<HeaderName>,
+}
+
+impl<S> PropagateDeadline<S> {
+    /// The inner service (see the [type](PropagateDeadline)'s example).
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably (see the [type](PropagateDeadline)'s
+    /// example).
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Gives back the inner service (see the [type](PropagateDeadline)'s
+    /// example).
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// A call inside a scope with `left` to its deadline.
+    fn call_inside<B>(
+        &mut self,
+        left: Duration,
+        mut request: Request<B>,
+    ) -> PropagateFuture<S::Future>
+    where
+        S: Service<Request<B>>,
+    {
+        if left.is_zero() {
+            // The caller's caller has given up: nothing is sent.
+            return PropagateFuture::failed(Box::new(Elapsed::deadline().inherited_if(true)));
+        }
+        // Made before the call (which may send at once: a buffered
+        // client's does), so that a full or stopped timer sends nothing;
+        // its own deadline is none, and the scope's comes first.
+        let timeout = match self.timer.try_sleep(Duration::MAX) {
+            Ok(timeout) => timeout,
+            Err(error) => return PropagateFuture::failed(Box::new(error)),
+        };
+        write_deadline(request.headers_mut(), left, self.millis.as_ref());
+        let call = self.inner.call(request);
+        PropagateFuture {
+            state: State::Inside {
+                call: WithTimeout::new(call, timeout),
+            },
+        }
+    }
+}
+
+impl<S, B> Service<Request<B>> for PropagateDeadline<S>
+where
+    S: Service<Request<B>>,
+    S::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = PropagateFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request<B>) -> PropagateFuture<S::Future> {
+        match remaining() {
+            // Outside any scope: one read of a thread-local.
+            None => PropagateFuture {
+                state: State::Outside {
+                    call: self.inner.call(request),
+                },
+            },
+            Some(left) => self.call_inside(left, request),
+        }
+    }
+}
+
+/// Writes `left` into `grpc-timeout`, and into the header of milliseconds
+/// `millis`, rounded down, unless the request carries a smaller deadline
+/// already (kept; its other values, and any malformed one, are replaced).
+fn write_deadline(headers: &mut HeaderMap, left: Duration, millis: Option<&HeaderName>) {
+    let carried = headers
+        .get_all(GRPC_TIMEOUT)
+        .iter()
+        .filter_map(|v| parse_grpc_timeout(v).ok())
+        .min();
+    let grpc = carried.map_or(left, |d| d.min(left));
+    headers.insert(GRPC_TIMEOUT, encode_grpc_timeout(grpc));
+    if let Some(name) = millis {
+        let carried = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .min();
+        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+        let ms = carried.map_or(ms, |c| c.min(ms));
+        headers.insert(name.clone(), HeaderValue::from(ms));
+    }
+}
+
+pin_project! {
+    /// The response future of [`PropagateDeadline`]: the inner response,
+    /// or, for a call made inside a scope, hashwheel's
+    /// [`Elapsed`] once the scope's deadline passes (dropping the inner
+    /// future), or at once where no time was left.
+    ///
+    /// `Unpin` when the inner future is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use http::Request;
+    /// use tower::{service_fn, BoxError, Layer, Service};
+    ///
+    /// let echo = service_fn(|req: Request<u8>| async move { Ok::<_, BoxError>(*req.body()) });
+    /// let mut client = hashwheel::tower::PropagateDeadlineLayer::new(hashwheel::Timer::new()).layer(echo);
+    /// let fut: hashwheel::tower::PropagateFuture<_> = client.call(Request::new(3));
+    /// assert_eq!(fut.await.unwrap(), 3);
+    /// # }
+    /// ```
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    pub struct PropagateFuture<F> {
+        #[pin]
+        state: State<F>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Outside {
+            #[pin]
+            call: F,
+        },
+        Inside {
+            #[pin]
+            call: WithTimeout<F>,
+        },
+        Failed {
+            error: Option<BoxError>,
+        },
+    }
+}
+
+impl<F> PropagateFuture<F> {
+    #[cold]
+    fn failed(error: BoxError) -> PropagateFuture<F> {
+        PropagateFuture {
+            state: State::Failed { error: Some(error) },
+        }
+    }
+}
+
+impl<F, T, E> Future for PropagateFuture<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<T, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Outside { call } => call.poll(cx).map(|res| res.map_err(Into::into)),
+            StateProj::Inside { call } => call.poll(cx).map(|res| match res {
+                Ok(res) => res.map_err(Into::into),
+                Err(elapsed) => Err(Box::new(elapsed) as BoxError),
+            }),
+            StateProj::Failed { error } => Poll::Ready(Err(error
+                .take()
+                .expect("PropagateFuture polled after completion"))),
+        }
+    }
+}
+
+impl<F> fmt::Debug for PropagateFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Outside { .. } => "outside a scope",
+            State::Inside { .. } => "inside a scope",
+            State::Failed { .. } => "failed",
+        };
+        f.debug_struct("PropagateFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
