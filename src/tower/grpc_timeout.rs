@@ -97,24 +97,22 @@ pub fn parse_grpc_timeout(value: impl AsRef<[u8]>) -> Result<Duration, InvalidTi
 /// assert!(parse_grpc_timeout(&sent).unwrap() <= left);
 /// ```
 pub fn encode_grpc_timeout(timeout: Duration) -> HeaderValue {
-    let nanos = timeout.as_nanos();
-    let mut value = MAX_VALUE;
-    let mut unit = b'H';
-    for (per, u) in [
-        (1, b'n'),
-        (1_000, b'u'),
-        (1_000_000, b'm'),
-        (1_000_000_000, b'S'),
-        (60_000_000_000, b'M'),
-        (3_600_000_000_000, b'H'),
-    ] {
-        let n = nanos / per;
-        if n <= u128::from(MAX_VALUE) {
-            value = n as u64;
-            unit = u;
-            break;
-        }
-    }
+    // In 64 bits up to 584 years (any timeout a scope holds), where the
+    // divisions by the units are multiplications.
+    let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+    let (mut value, unit) = if nanos <= MAX_VALUE {
+        (nanos, b'n')
+    } else if nanos / 1_000 <= MAX_VALUE {
+        (nanos / 1_000, b'u')
+    } else if nanos / 1_000_000 <= MAX_VALUE {
+        (nanos / 1_000_000, b'm')
+    } else if timeout.as_secs() <= MAX_VALUE {
+        (timeout.as_secs(), b'S')
+    } else if timeout.as_secs() / 60 <= MAX_VALUE {
+        (timeout.as_secs() / 60, b'M')
+    } else {
+        ((timeout.as_secs() / 3600).min(MAX_VALUE), b'H')
+    };
     // At most 8 digits and a unit: no allocation beyond the value's own.
     let mut buf = [0u8; MAX_DIGITS + 1];
     let mut at = MAX_DIGITS;

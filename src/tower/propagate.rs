@@ -8,15 +8,15 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use ::tower::{BoxError, Layer, Service};
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, ValueIter};
 use http::Request;
 use pin_project_lite::pin_project;
 
 use super::deadline::GRPC_TIMEOUT;
 use super::grpc_timeout::{encode_grpc_timeout, parse_grpc_timeout};
+use crate::engine::scope;
 use crate::error::Elapsed;
-use crate::timer::deadline::remaining;
-use crate::timer::timeout::WithTimeout;
+use crate::timer::timeout::{Timeout, WithTimeout};
 use crate::timer::Timer;
 
 /// A [`Layer`] for clients (hyper-util's `Client`, tonic's `Channel`, any
@@ -213,33 +213,21 @@ impl<S> PropagateDeadline<S> {
         self.inner
     }
 
-    /// A call inside a scope with `left` to its deadline.
-    fn call_inside<B>(
-        &mut self,
-        left: Duration,
-        mut request: Request<B>,
-    ) -> PropagateFuture<S::Future>
-    where
-        S: Service<Request<B>>,
-    {
+    /// What a call inside a scope with `left` to its deadline needs before
+    /// it is made: the time left in its headers, and a timeout at the
+    /// scope's deadline (made first, so that a full or stopped timer sends
+    /// nothing); or why it is not made.
+    #[inline(never)]
+    fn before_call(&self, left: Duration, headers: &mut HeaderMap) -> Result<Timeout, BoxError> {
         if left.is_zero() {
             // The caller's caller has given up: nothing is sent.
-            return PropagateFuture::failed(Box::new(Elapsed::deadline().inherited_if(true)));
+            return Err(Box::new(Elapsed::deadline().inherited_if(true)));
         }
-        // Made before the call (which may send at once: a buffered
-        // client's does), so that a full or stopped timer sends nothing;
-        // its own deadline is none, and the scope's comes first.
-        let timeout = match self.timer.try_sleep(Duration::MAX) {
-            Ok(timeout) => timeout,
-            Err(error) => return PropagateFuture::failed(Box::new(error)),
-        };
-        write_deadline(request.headers_mut(), left, self.millis.as_ref());
-        let call = self.inner.call(request);
-        PropagateFuture {
-            state: State::Inside {
-                call: WithTimeout::new(call, timeout),
-            },
-        }
+        // Its own deadline is none: the scope's comes first (clipped to it
+        // as the call is made, inside the scope).
+        let timeout = self.timer.try_sleep(Duration::MAX)?;
+        write_deadline(headers, left, self.millis.as_ref());
+        Ok(timeout)
     }
 }
 
@@ -257,16 +245,24 @@ where
     }
 
     #[inline]
-    fn call(&mut self, request: Request<B>) -> PropagateFuture<S::Future> {
-        match remaining() {
-            // Outside any scope: one read of a thread-local.
-            None => PropagateFuture {
-                state: State::Outside {
-                    call: self.inner.call(request),
-                },
+    fn call(&mut self, mut request: Request<B>) -> PropagateFuture<S::Future> {
+        // Outside any scope: one read of a thread-local, and the request
+        // goes to the inner service as it came.
+        let timeout = match scope::active() {
+            None => None,
+            Some(active) => match self.before_call(active.remaining(), request.headers_mut()) {
+                Ok(timeout) => Some(timeout),
+                Err(error) => return PropagateFuture::failed(error),
             },
-            Some(left) => self.call_inside(left, request),
-        }
+        };
+        let call = self.inner.call(request);
+        let state = match timeout {
+            None => State::Outside { call },
+            Some(timeout) => State::Inside {
+                call: WithTimeout::new(call, timeout),
+            },
+        };
+        PropagateFuture { state }
     }
 }
 
@@ -274,22 +270,33 @@ where
 /// `millis`, rounded down, unless the request carries a smaller deadline
 /// already (kept; its other values, and any malformed one, are replaced).
 fn write_deadline(headers: &mut HeaderMap, left: Duration, millis: Option<&HeaderName>) {
-    let carried = headers
-        .get_all(GRPC_TIMEOUT)
-        .iter()
-        .filter_map(|v| parse_grpc_timeout(v).ok())
-        .min();
-    let grpc = carried.map_or(left, |d| d.min(left));
-    headers.insert(GRPC_TIMEOUT, encode_grpc_timeout(grpc));
+    let carried = |values: ValueIter<'_, HeaderValue>,
+                   read: fn(&HeaderValue) -> Option<Duration>| {
+        values.filter_map(read).min().map_or(left, |d| d.min(left))
+    };
+    match headers.entry(GRPC_TIMEOUT) {
+        Entry::Vacant(entry) => {
+            entry.insert(encode_grpc_timeout(left));
+        }
+        Entry::Occupied(mut entry) => {
+            let send = carried(entry.iter(), |v| parse_grpc_timeout(v).ok());
+            entry.insert(encode_grpc_timeout(send));
+        }
+    }
     if let Some(name) = millis {
-        let carried = headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .min();
-        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
-        let ms = carried.map_or(ms, |c| c.min(ms));
-        headers.insert(name.clone(), HeaderValue::from(ms));
+        let millis =
+            |d: Duration| HeaderValue::from(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        match headers.entry(name) {
+            Entry::Vacant(entry) => {
+                entry.insert(millis(left));
+            }
+            Entry::Occupied(mut entry) => {
+                let read =
+                    |v: &HeaderValue| Some(Duration::from_millis(v.to_str().ok()?.parse().ok()?));
+                let send = carried(entry.iter(), read);
+                entry.insert(millis(send));
+            }
+        }
     }
 }
 
