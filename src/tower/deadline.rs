@@ -98,7 +98,7 @@ pub enum OnInvalid {
 /// These answers have an empty body (the response body type's
 /// [`Default`]), and the deadline's [`Elapsed`] (whose
 /// [`ended_by`](Elapsed::ended_by) is [`EndedBy::Scope`](crate::EndedBy::Scope):
-/// the request ran out), or the timer's [`Error`], in their
+/// the request ran out), or the timer's [`Error`](crate::Error), in their
 /// [extensions](Response::extensions), for a logging layer outside. A
 /// request is gRPC's when its `content-type` starts with
 /// `application/grpc`.
