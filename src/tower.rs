@@ -141,6 +141,30 @@ macro_rules! service_accessors {
     };
 }
 
+/// `get_ref`, `get_mut` and `into_inner` of the services a layer makes
+/// with no constructor of their own ([`DeadlineService`],
+/// [`PropagateDeadline`]; each type's docs show them).
+macro_rules! inner_accessors {
+    ($ty:ident) => {
+        impl<S> $ty<S> {
+            /// The inner service.
+            pub fn get_ref(&self) -> &S {
+                &self.inner
+            }
+
+            /// The inner service, mutably.
+            pub fn get_mut(&mut self) -> &mut S {
+                &mut self.inner
+            }
+
+            /// Gives back the inner service.
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+    };
+}
+
 mod deadline;
 mod grpc_timeout;
 mod propagate;

@@ -214,6 +214,21 @@ async fn a_deadline_already_passed_is_answered_without_calling_the_service() {
 const MALFORMED_GRPC: [&str; 5] = ["abc", "-5m", "100ms", "99999999999H", ""];
 const MALFORMED_MILLIS: [&str; 5] = ["abc", "-5", "100ms", "99999999999999999999999", ""];
 
+/// Each header, its malformed values, and a valid header of the other
+/// kind (100 ms) to put beside them.
+const MALFORMED: [(&str, [&str; 5], (&str, &str)); 2] = [
+    (
+        "grpc-timeout",
+        MALFORMED_GRPC,
+        ("x-request-deadline", "100"),
+    ),
+    (
+        "x-request-deadline",
+        MALFORMED_MILLIS,
+        ("grpc-timeout", "100m"),
+    ),
+];
+
 /// Under `OnInvalid::Reject` (the default) each malformed value is
 /// answered 400 for HTTP and `INVALID_ARGUMENT` (grpc-status 3, trailers
 /// only, a grpc-message naming it) for gRPC; the service is not called;
@@ -225,18 +240,7 @@ async fn reject_answers_each_malformed_header_400_or_invalid_argument() {
     let layer = DeadlineLayer::new(timer.clone(), Duration::from_secs(5)).millis_header(MILLIS);
     assert_eq!(layer.invalid_policy(), OnInvalid::Reject);
     let mut rejected = 0;
-    for (name, values, valid) in [
-        (
-            "grpc-timeout",
-            MALFORMED_GRPC,
-            ("x-request-deadline", "100"),
-        ),
-        (
-            "x-request-deadline",
-            MALFORMED_MILLIS,
-            ("grpc-timeout", "100m"),
-        ),
-    ] {
+    for (name, values, valid) in MALFORMED {
         for value in values {
             for beside in [None, Some(valid)] {
                 let headers: Vec<_> = [(name, value)].into_iter().chain(beside).collect();
@@ -286,18 +290,7 @@ async fn ignore_logs_and_counts_each_malformed_header_and_keeps_a_valid_one() {
         .millis_header(MILLIS)
         .on_invalid(OnInvalid::Ignore);
     let mut ignored = 0;
-    for (name, values, valid) in [
-        (
-            "grpc-timeout",
-            MALFORMED_GRPC,
-            ("x-request-deadline", "100"),
-        ),
-        (
-            "x-request-deadline",
-            MALFORMED_MILLIS,
-            ("grpc-timeout", "100m"),
-        ),
-    ] {
+    for (name, values, valid) in MALFORMED {
         for value in values {
             for (beside, want) in [(None, 300), (Some(valid), 100)] {
                 let headers: Vec<_> = [(name, value)].into_iter().chain(beside).collect();

@@ -341,45 +341,29 @@ impl<S> Layer<S> for DeadlineLayer {
 /// assert_eq!(elapsed.ended_by(), hashwheel::EndedBy::Scope);
 /// # }
 /// ```
+///
+/// The inner service:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use tower::Layer;
+///
+/// let layer = hashwheel::tower::DeadlineLayer::new(hashwheel::Timer::new(), Duration::from_secs(1));
+/// let mut svc = layer.layer(5u8);
+/// *svc.get_mut() += 1;
+/// assert_eq!(*svc.get_ref(), 6);
+/// assert_eq!(svc.into_inner(), 6);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct DeadlineService<S> {
     inner: S,
     settings: Settings,
 }
 
-impl<S> DeadlineService<S> {
-    /// The inner service.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    /// use tower::Layer;
-    ///
-    /// let layer = hashwheel::tower::DeadlineLayer::new(hashwheel::Timer::new(), Duration::from_secs(1));
-    /// let mut svc = layer.layer(5u8);
-    /// *svc.get_mut() += 1;
-    /// assert_eq!(*svc.get_ref(), 6);
-    /// assert_eq!(svc.into_inner(), 6);
-    /// # }
-    /// ```
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably (see [`get_ref`](DeadlineService::get_ref)).
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Gives back the inner service (see
-    /// [`get_ref`](DeadlineService::get_ref)).
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
+inner_accessors!(DeadlineService);
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for DeadlineService<S>
 where

@@ -195,24 +195,9 @@ pub struct PropagateDeadline<S> {
     millis: Option<HeaderName>,
 }
 
+inner_accessors!(PropagateDeadline);
+
 impl<S> PropagateDeadline<S> {
-    /// The inner service (see the [type](PropagateDeadline)'s example).
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably (see the [type](PropagateDeadline)'s
-    /// example).
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Gives back the inner service (see the [type](PropagateDeadline)'s
-    /// example).
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-
     /// What a call inside a scope with `left` to its deadline needs before
     /// it is made: the time left in its headers, and a timeout at the
     /// scope's deadline (made first, so that a full or stopped timer sends
@@ -246,23 +231,25 @@ where
 
     #[inline]
     fn call(&mut self, mut request: Request<B>) -> PropagateFuture<S::Future> {
-        // Outside any scope: one read of a thread-local, and the request
-        // goes to the inner service as it came.
-        let timeout = match scope::active() {
-            None => None,
-            Some(active) => match self.before_call(active.remaining(), request.headers_mut()) {
-                Ok(timeout) => Some(timeout),
-                Err(error) => return PropagateFuture::failed(error),
-            },
+        let Some(active) = scope::active() else {
+            // Outside any scope: one read of a thread-local, and the
+            // request goes to the inner service as it came.
+            let call = self.inner.call(request);
+            return PropagateFuture {
+                state: State::Outside { call },
+            };
         };
-        let call = self.inner.call(request);
-        let state = match timeout {
-            None => State::Outside { call },
-            Some(timeout) => State::Inside {
-                call: WithTimeout::new(call, timeout),
-            },
-        };
-        PropagateFuture { state }
+        match self.before_call(active.remaining(), request.headers_mut()) {
+            Ok(timeout) => {
+                let call = self.inner.call(request);
+                PropagateFuture {
+                    state: State::Inside {
+                        call: WithTimeout::new(call, timeout),
+                    },
+                }
+            }
+            Err(error) => PropagateFuture::failed(error),
+        }
     }
 }
 
