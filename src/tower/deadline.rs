@@ -14,13 +14,10 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use http::{Request, Response, StatusCode};
 use pin_project_lite::pin_project;
 
-use super::grpc_timeout::{escaped, parse_grpc_timeout};
+use super::grpc_timeout::{escaped, parse_grpc_timeout, GRPC_TIMEOUT};
 use crate::error::Elapsed;
 use crate::timer::deadline::{try_scope_with, Scope};
 use crate::timer::Timer;
-
-/// gRPC's deadline header.
-pub(super) const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
 /// gRPC's status codes the layer answers with.
 const INVALID_ARGUMENT: u16 = 3;

@@ -4,7 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
+
+/// gRPC's deadline header.
+pub(super) const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
 /// The most digits gRPC allows in a timeout's value.
 const MAX_DIGITS: usize = 8;

@@ -12,8 +12,7 @@ use http::header::{Entry, HeaderMap, HeaderName, HeaderValue, ValueIter};
 use http::Request;
 use pin_project_lite::pin_project;
 
-use super::deadline::GRPC_TIMEOUT;
-use super::grpc_timeout::{encode_grpc_timeout, parse_grpc_timeout};
+use super::grpc_timeout::{encode_grpc_timeout, parse_grpc_timeout, GRPC_TIMEOUT};
 use crate::engine::scope;
 use crate::error::Elapsed;
 use crate::timer::timeout::{Timeout, WithTimeout};
