@@ -223,6 +223,9 @@ pub struct Elapsed {
     /// The deadline that passed was a deadline scope's, not the call's own
     /// (see [`is_inherited`](Elapsed::is_inherited)).
     inherited: bool,
+    /// The error of a deadline scope itself, not of a call made in it (see
+    /// [`ended_by`](Elapsed::ended_by)).
+    scope: bool,
 }
 
 impl Elapsed {
@@ -231,6 +234,7 @@ impl Elapsed {
         Elapsed {
             stopped: None,
             inherited: false,
+            scope: false,
         }
     }
 
@@ -239,6 +243,7 @@ impl Elapsed {
         Elapsed {
             stopped: Some(reason),
             inherited: false,
+            scope: false,
         }
     }
 
@@ -261,6 +266,10 @@ impl Elapsed {
     /// an enclosing scope's deadline came first, or where the scope was
     /// carried into a spawned task ([`Deadline::scope`](crate::deadline::Deadline::scope)).
     /// Always `false` where the [timer stopped](Elapsed::is_timer_stopped).
+    ///
+    /// A scope's error whose own deadline passed has it `false` too, as a
+    /// call's own: [`ended_by`](Elapsed::ended_by) tells the two apart
+    /// ([`EndedBy::Scope`]: at a request's boundary, the request ran out).
     ///
     /// # Examples
     ///
@@ -313,6 +322,120 @@ impl Elapsed {
     pub fn is_timer_stopped(&self) -> bool {
         self.stopped.is_some()
     }
+}
+
+// Which deadline ended it (issue 57): a scope's own error, apart from a
+// call's.
+impl Elapsed {
+    /// This error as a deadline scope's own (its deadline passed, its own
+    /// or an enclosing one's, or its timer stopped): see [`EndedBy::Scope`].
+    #[inline]
+    pub(crate) fn of_scope(self) -> Elapsed {
+        Elapsed {
+            scope: true,
+            ..self
+        }
+    }
+
+    /// Which deadline ended the call or the scope this error is of: the
+    /// call's own ([`EndedBy::Call`], "this call was slow"), a deadline
+    /// inherited from an enclosing [deadline scope](crate::deadline)
+    /// ([`EndedBy::Inherited`], "the request ran out", seen from a call
+    /// inside it), the scope's own, on the error of a scope itself
+    /// ([`EndedBy::Scope`]: at a request's boundary, a
+    /// [`ScopeLayer`][ScopeLayer_link] or a [`DeadlineLayer`][DeadlineLayer_link],
+    /// "the request ran out"), or none ([`EndedBy::TimerStopped`]).
+    ///
+    /// | the error of | its own deadline | an enclosing scope's, or one carried into a task | the timer stopped |
+    /// |---|---|---|---|
+    /// | a timeout ([`Timer::timeout`](crate::Timer::timeout), `hashwheel::time::timeout`, a propagated call) | `Call` | `Inherited` | `TimerStopped` |
+    /// | a scope ([`Timer::scope`](crate::Timer::scope), `deadline::scope`, the tower layers') | `Scope` | `Inherited` | `TimerStopped` |
+    ///
+    /// [`is_inherited`](Elapsed::is_inherited) is `true` exactly where this
+    /// is `Inherited`, and [`is_timer_stopped`](Elapsed::is_timer_stopped)
+    /// where it is `TimerStopped`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use hashwheel::time::{timeout, Duration};
+    /// use hashwheel::{deadline, EndedBy};
+    ///
+    /// let request = deadline::scope(Duration::from_millis(200), async {
+    ///     // The cache's own 50 ms.
+    ///     let cache = timeout(Duration::from_millis(50), std::future::pending::<()>()).await;
+    ///     assert_eq!(cache.unwrap_err().ended_by(), EndedBy::Call);
+    ///     // A downstream call's 1 s, cut to the 150 ms left.
+    ///     let call = timeout(Duration::from_secs(1), std::future::pending::<()>()).await;
+    ///     assert_eq!(call.unwrap_err().ended_by(), EndedBy::Inherited);
+    ///     // The handler goes on, past the request's deadline.
+    ///     std::future::pending::<()>().await
+    /// });
+    /// let err = request.await.unwrap_err();
+    /// assert_eq!(err.ended_by(), EndedBy::Scope); // the request ran out
+    /// assert!(!err.is_inherited());
+    /// # }
+    /// ```
+    #[cfg_attr(feature = "tower", doc = "", doc = "[ScopeLayer_link]: crate::tower::ScopeLayer")]
+    #[cfg_attr(not(feature = "tower"), doc = "", doc = "[ScopeLayer_link]: https://docs.rs/hashwheel/latest/hashwheel/tower/struct.ScopeLayer.html")]
+    #[cfg_attr(feature = "tower", doc = "", doc = "[DeadlineLayer_link]: crate::tower::DeadlineLayer")]
+    #[cfg_attr(not(feature = "tower"), doc = "", doc = "[DeadlineLayer_link]: https://docs.rs/hashwheel/latest/hashwheel/tower/struct.DeadlineLayer.html")]
+    pub fn ended_by(&self) -> EndedBy {
+        if self.stopped.is_some() {
+            EndedBy::TimerStopped
+        } else if self.inherited {
+            EndedBy::Inherited
+        } else if self.scope {
+            EndedBy::Scope
+        } else {
+            EndedBy::Call
+        }
+    }
+}
+
+/// Which deadline ended a call or a deadline scope: what
+/// [`Elapsed::ended_by`] says, so that a server can log "the request ran
+/// out" apart from "this call was slow" without guessing.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use hashwheel::EndedBy;
+/// use std::time::Duration;
+///
+/// let timer = hashwheel::Timer::new();
+/// let handler = timer.scope(Duration::from_millis(300), std::future::pending::<()>());
+/// match handler.await.unwrap_err().ended_by() {
+///     EndedBy::Scope | EndedBy::Inherited => { /* the request ran out */ }
+///     EndedBy::Call => unreachable!("a scope's error is never a call's"),
+///     EndedBy::TimerStopped => unreachable!("the timer runs"),
+///     _ => {}
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EndedBy {
+    /// The call's own deadline: the duration or instant given to this
+    /// timeout passed, inside a scope or not ("this call was slow").
+    Call,
+    /// A deadline inherited from a [deadline scope](crate::deadline): the
+    /// timeout (or the scope) was made inside one whose deadline came
+    /// first, or the scope was carried into a spawned task
+    /// ([`Deadline::scope`](crate::deadline::Deadline::scope)); the
+    /// request ran out, seen from inside it.
+    Inherited,
+    /// The scope's own deadline, on the error of a deadline scope itself
+    /// ([`Timer::scope`](crate::Timer::scope) and friends, the tower
+    /// layers' scopes): at a request's boundary, the request ran out.
+    Scope,
+    /// No deadline: the timer stopped first (see
+    /// [`Elapsed::is_timer_stopped`]).
+    TimerStopped,
 }
 
 impl fmt::Display for Elapsed {

@@ -90,7 +90,7 @@ cfg_timer! {
 
     pub use engine::executor::TaskExecutor;
     pub use timer::deadline;
-    pub use error::{Elapsed, Error};
+    pub use error::{Elapsed, EndedBy, Error};
     pub use stats::{Lateness, Stats};
     pub use timer::interval::{Interval, MissedTickBehavior};
     pub use timer::task::TaskHandle;

@@ -12,6 +12,18 @@
 //! [`ScopeLayer`] runs each request in a [deadline scope](crate::deadline)
 //! instead: the timeouts the request makes inherit its deadline.
 //!
+//! Across services, with [`http`] requests, as gRPC's deadline propagation
+//! and Go's `context` do: [`DeadlineLayer`], on a server, reads the
+//! deadline a request's caller sent (`grpc-timeout`, and a header of
+//! milliseconds of the user's choosing) and runs the request in a scope of
+//! it, answering a malformed header by a policy the user chooses
+//! ([`OnInvalid`]); [`PropagateDeadlineLayer`], on a client (hyper-util's
+//! `Client`, tonic's `Channel`), writes the time left of the scope each
+//! call is made in into its request, and ends the call, unsent, when none
+//! is left. Through both, a chain of services stops when its first caller
+//! gives up. [`parse_grpc_timeout`] and [`encode_grpc_timeout`] read and
+//! write gRPC's format.
+//!
 //! Enabled by the `tower` feature.
 //!
 //! # Examples
@@ -129,8 +141,38 @@ macro_rules! service_accessors {
     };
 }
 
+/// `get_ref`, `get_mut` and `into_inner` of the services a layer makes
+/// with no constructor of their own ([`DeadlineService`],
+/// [`PropagateDeadline`]; each type's docs show them).
+macro_rules! inner_accessors {
+    ($ty:ident) => {
+        impl<S> $ty<S> {
+            /// The inner service.
+            pub fn get_ref(&self) -> &S {
+                &self.inner
+            }
+
+            /// The inner service, mutably.
+            pub fn get_mut(&mut self) -> &mut S {
+                &mut self.inner
+            }
+
+            /// Gives back the inner service.
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+    };
+}
+
+mod deadline;
+mod grpc_timeout;
+mod propagate;
 mod scope;
 
+pub use deadline::{DeadlineFuture, DeadlineLayer, DeadlineService, OnInvalid};
+pub use grpc_timeout::{encode_grpc_timeout, parse_grpc_timeout, InvalidTimeout};
+pub use propagate::{PropagateDeadline, PropagateDeadlineLayer, PropagateFuture};
 pub use scope::{ScopeFuture, ScopeLayer, ScopeService};
 
 /// A [`Layer`] that wraps services in [`Timeout`]: requests fail with

@@ -388,6 +388,66 @@ async fn a_stopped_timer_ends_its_scopes_saying_so() {
     drop(held);
 }
 
+/// `Elapsed::ended_by` names the deadline at every level (issue 57): a
+/// call's own (`Call`), a call's inherited from its scope (`Inherited`),
+/// the scope's own at the request's boundary (`Scope`, where
+/// `is_inherited` is `false`), a nested scope's from the enclosing one and
+/// a carried scope's (`Inherited`), a stopped timer (`TimerStopped`).
+#[tokio::test(start_paused = true)]
+async fn elapsed_says_which_deadline_ended_it_at_every_level() {
+    use hashwheel::EndedBy;
+    let timer = Timer::new();
+    let (own, inherited) = timer
+        .scope(ms(200), async {
+            let own = timer.timeout(ms(50), pending::<()>()).await.unwrap_err();
+            let inherited = timer.timeout(Duration::from_secs(1), pending::<()>()).await;
+            (own, inherited.unwrap_err())
+        })
+        .await
+        .unwrap();
+    assert_eq!(own.ended_by(), EndedBy::Call);
+    assert_eq!(inherited.ended_by(), EndedBy::Inherited);
+    assert!(inherited.is_inherited());
+
+    // The request's boundary: the scope's own deadline.
+    let boundary = timer.scope(ms(100), pending::<()>()).await.unwrap_err();
+    assert_eq!(boundary.ended_by(), EndedBy::Scope);
+    assert!(!boundary.is_inherited());
+    assert_eq!(boundary.to_string(), "deadline has elapsed");
+    // A call outside any scope: its own.
+    let alone = timer.timeout(ms(10), pending::<()>()).await.unwrap_err();
+    assert_eq!(alone.ended_by(), EndedBy::Call);
+
+    // A scope inside an earlier one, and one carried into a task.
+    let (nested, carried) = timer
+        .scope(ms(100), async {
+            let nested = timer.scope(Duration::from_secs(1), pending::<()>()).await;
+            let carried = deadline::current().expect("inside");
+            (nested.unwrap_err(), carried)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("the nested scope's error is the handler's answer: {e}"));
+    assert_eq!(nested.ended_by(), EndedBy::Inherited);
+    let carried = carried.scope(pending::<()>()).await.unwrap_err();
+    assert_eq!(carried.ended_by(), EndedBy::Inherited);
+
+    // A nested scope whose own deadline comes first: its own.
+    let inner = timer
+        .scope(Duration::from_secs(1), timer.scope(ms(10), pending::<()>()))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(inner.ended_by(), EndedBy::Scope);
+
+    let mut scope = timer.scope(Duration::from_secs(10), pending::<()>());
+    let mut call = timer.timeout(Duration::from_secs(10), pending::<()>());
+    assert!(poll_once(&mut scope).is_pending());
+    assert!(poll_once(&mut call).is_pending());
+    timer.stop();
+    assert_eq!(scope.await.unwrap_err().ended_by(), EndedBy::TimerStopped);
+    assert_eq!(call.await.unwrap_err().ended_by(), EndedBy::TimerStopped);
+}
+
 /// `Timer::scope` panics where `try_scope` errs, at its caller.
 #[tokio::test]
 #[should_panic(expected = "hashwheel: timer is stopped")]
@@ -473,6 +533,11 @@ async fn the_tower_scope_layer_runs_each_request_in_a_scope() {
     let err = slow.oneshot(()).await.unwrap_err();
     let err = err.downcast::<Elapsed>().expect("hashwheel's Elapsed");
     assert!(!err.is_inherited());
+    assert_eq!(
+        err.ended_by(),
+        hashwheel::EndedBy::Scope,
+        "the request ran out"
+    );
     assert_eq!(timer.pending(), 0);
 
     // hashwheel's TimeoutLayer inside a scope: its own 300 ms.

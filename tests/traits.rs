@@ -1,6 +1,8 @@
 //! Auto traits, decided on purpose and asserted at compile time.
 
-use hashwheel::{Builder, Elapsed, Error, TaskExecutor, TaskHandle, Timeout, Timer, WithTimeout};
+use hashwheel::{
+    Builder, Elapsed, EndedBy, Error, TaskExecutor, TaskHandle, Timeout, Timer, WithTimeout,
+};
 
 fn send_sync<T: Send + Sync>() {}
 fn unpin<T: Unpin>() {}
@@ -17,6 +19,7 @@ fn public_types_are_send_sync_and_debug() {
     send_sync::<TaskExecutor>();
     send_sync::<Error>();
     send_sync::<Elapsed>();
+    send_sync::<EndedBy>();
     send_sync::<WithTimeout<std::future::Ready<()>>>();
     debug::<Timer>();
     debug::<Timeout>();
@@ -24,6 +27,7 @@ fn public_types_are_send_sync_and_debug() {
     debug::<Builder>();
     debug::<TaskExecutor>();
     debug::<WithTimeout<std::future::Ready<()>>>();
+    debug::<EndedBy>();
     error::<Error>();
     error::<Elapsed>();
 }

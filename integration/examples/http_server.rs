@@ -4,15 +4,19 @@
 //! - hyper's header-read timeout (`impl hyper::rt::Timer for Timer`);
 //! - a per-connection idle timeout, reset on every read (keep it above the
 //!   request timeout: it counts time without reads, even mid-request);
-//! - a per-request timeout through the tower layer
-//!   (`hashwheel::tower::TimeoutLayer`, or `tower::timeout::TimeoutLayer`);
-//! - a deadline the client sends, `grpc-timeout` (gRPC's format: up to 8
-//!   digits and a unit, `H`, `M`, `S`, `m`, `u` or `n`: `100m` is 100 ms,
-//!   `5S` five seconds) or `x-request-deadline` (milliseconds): the
-//!   handler runs in a deadline scope (`hashwheel::deadline`), so the
-//!   timeouts it makes end by the client's deadline at the latest
-//!   (with `--timer tokio`, a `tokio::time::timeout` around the handler,
-//!   which its own timeouts know nothing of).
+//! - a per-request deadline through the tower layer
+//!   `hashwheel::tower::DeadlineLayer`: the request's own limit, or the
+//!   deadline its client sends where that comes first, `grpc-timeout`
+//!   (gRPC's format: up to 8 digits and a unit, `H`, `M`, `S`, `m`, `u` or
+//!   `n`: `100m` is 100 ms, `5S` five seconds) or `x-request-deadline`
+//!   (milliseconds). The handler runs in a deadline scope of it
+//!   (`hashwheel::deadline`), so the timeouts it makes end by it at the
+//!   latest; its downstream calls go through
+//!   `hashwheel::tower::PropagateDeadlineLayer`, which writes the time left
+//!   into them. A malformed deadline header is answered 400. (With
+//!   `--timer tokio`: tower's `TimeoutLayer` for the limit and a
+//!   `tokio::time::timeout` of the client's deadline around the handler,
+//!   which its own timeouts know nothing of, and nothing sent downstream.)
 //!
 //! The header-read timeout bounds the time to receive a request's whole
 //! head, however fast its bytes trickle in (hyper also runs it while a
@@ -20,11 +24,12 @@
 //! closes a connection that sends nothing for a while.
 //!
 //! Routes: `/` answers `hello`; `/sleep/MS` answers after MS milliseconds,
-//! or 504 once the request timeout passes; `/downstream/MS` calls a
-//! "downstream service" that answers after MS milliseconds, under a
-//! timeout of its own of 1 s, and says what ended it (its answer, its own
-//! timeout, or the request's deadline: 504), with the time left when it
-//! started and how long it took.
+//! or 504 once the request's deadline passes; `/downstream/MS` calls a
+//! "downstream service", this server's own `/sleep/MS` over a hyper-util
+//! client, under a timeout of its own of 1 s, and says what ended it (its
+//! answer, its own timeout, or the request's deadline: 504), with the time
+//! left when it started, the `grpc-timeout` the downstream request
+//! carried, and how long it took.
 //!
 //! ```sh
 //! cargo run -p hashwheel-integration --example http_server                  # serve until Ctrl-C
@@ -49,8 +54,9 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::{Bytes, Incoming};
+use hyper::header::HeaderName;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tower::util::BoxCloneService;
@@ -83,7 +89,7 @@ impl Clock {
 
     /// `fut` under a timeout of `d`; `Err(true)` where the request's
     /// deadline (a scope's, inherited) ended it rather than `d`.
-    async fn timeout(&self, d: Duration, fut: impl Future<Output = ()>) -> Result<(), bool> {
+    async fn timeout<T>(&self, d: Duration, fut: impl Future<Output = T>) -> Result<T, bool> {
         match self {
             Clock::Wheel(timer) => timer.timeout(d, fut).await.map_err(|e| e.is_inherited()),
             Clock::Tokio => tokio::time::timeout(d, fut).await.map_err(|_| false),
@@ -284,8 +290,57 @@ fn parse_args() -> Result<Config, String> {
     })
 }
 
+/// The header of milliseconds the server reads beside `grpc-timeout`.
+const X_REQUEST_DEADLINE: &str = "x-request-deadline";
+
+type Client = BoxCloneService<Request<Empty<Bytes>>, Response<Incoming>, BoxError>;
+
+/// The "downstream service": this server's own `/sleep/MS`, over a
+/// hyper-util client; with hashwheel through `PropagateDeadlineLayer`,
+/// which writes the time left of the request's deadline into each call.
+#[derive(Clone)]
+struct Downstream {
+    client: Client,
+    addr: SocketAddr,
+}
+
+impl Downstream {
+    fn new(clock: &Clock, addr: SocketAddr) -> Downstream {
+        let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .build_http::<Empty<Bytes>>()
+            .map_err(BoxError::from);
+        let client = match clock {
+            Clock::Wheel(timer) => BoxCloneService::new(
+                ServiceBuilder::new()
+                    .layer(hashwheel::tower::PropagateDeadlineLayer::new(timer.clone()))
+                    .service(client),
+            ),
+            Clock::Tokio => BoxCloneService::new(client),
+        };
+        Downstream { client, addr }
+    }
+
+    /// `GET path`: the status, and the `grpc-timeout` it carried (what the
+    /// downstream handler says it read).
+    fn get(&self, path: &str) -> impl Future<Output = Result<(StatusCode, String), BoxError>> {
+        let client = self.client.clone();
+        let uri = format!("http://{}{path}", self.addr);
+        async move {
+            let req = Request::get(uri).body(Empty::new())?;
+            let res = client.oneshot(req).await?;
+            let sent = res.headers().get("x-grpc-timeout-read");
+            let sent = sent.map_or("none", |v| v.to_str().unwrap_or("?"));
+            Ok((res.status(), sent.to_string()))
+        }
+    }
+}
+
 /// The application: `/`, `/sleep/MS` and `/downstream/MS`.
-async fn handle(clock: Clock, req: Request<Incoming>) -> Result<Response<Body>, BoxError> {
+async fn handle(
+    clock: Clock,
+    downstream: Downstream,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, BoxError> {
     let path = req.uri().path();
     if let Some(ms) = path.strip_prefix("/downstream/") {
         let ms: u64 = ms.parse()?;
@@ -295,11 +350,26 @@ async fn handle(clock: Clock, req: Request<Incoming>) -> Result<Response<Body>, 
         let left = hashwheel::deadline::remaining();
         let start = tokio::time::Instant::now();
         let res = clock
-            .timeout(own, clock.sleep(Duration::from_millis(ms)))
+            .timeout(own, downstream.get(&format!("/sleep/{ms}")))
             .await;
         let took = start.elapsed();
         let (status, what) = match res {
-            Ok(()) => (StatusCode::OK, "answered".to_string()),
+            Ok(Ok((StatusCode::OK, sent))) => (
+                StatusCode::OK,
+                format!("answered (sent grpc-timeout {sent})"),
+            ),
+            Ok(Ok((status, sent))) => (
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "it answered {status} (sent grpc-timeout {sent}): its deadline, ours, passed"
+                ),
+            ),
+            // The client layer ends the call at the request's deadline
+            // (an inherited `Elapsed`), or sends nothing with none left.
+            Ok(Err(err)) => (
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("the call ended at the request's deadline: {err}"),
+            ),
             Err(true) => (
                 StatusCode::GATEWAY_TIMEOUT,
                 "cut to the time left: the request's deadline passed".to_string(),
@@ -318,95 +388,71 @@ async fn handle(clock: Clock, req: Request<Incoming>) -> Result<Response<Body>, 
     }
     if let Some(ms) = path.strip_prefix("/sleep/") {
         let ms: u64 = ms.parse()?;
+        // What deadline the request carried, for `/downstream/MS` to show.
+        let read = req.headers().get("grpc-timeout").cloned();
         clock.sleep(Duration::from_millis(ms)).await;
-        return Ok(Response::new(Full::from(format!("slept {ms} ms\n"))));
+        let mut res = Response::new(Full::from(format!("slept {ms} ms\n")));
+        if let Some(read) = read {
+            res.headers_mut().insert("x-grpc-timeout-read", read);
+        }
+        return Ok(res);
     }
     Ok(Response::new(Full::new(Bytes::from_static(b"hello\n"))))
 }
 
-/// The application behind the per-request timeout layer of the clock.
-fn service(config: &Config) -> Svc {
+/// The application behind the per-request deadline of the clock: with
+/// hashwheel, `DeadlineLayer` (the request timeout, or the client's
+/// deadline where it comes first, a scope the handler's timeouts inherit;
+/// a malformed deadline header answered 400); with tokio, tower's
+/// `TimeoutLayer` and a `tokio::time::timeout` of the client's deadline.
+fn service(config: &Config, downstream: Downstream) -> Svc {
     let clock = config.clock.clone();
-    let app = tower::service_fn(move |req| handle(clock.clone(), req));
+    let app = tower::service_fn(move |req| handle(clock.clone(), downstream.clone(), req));
     match &config.clock {
         Clock::Wheel(timer) => ServiceBuilder::new()
-            .layer(hashwheel::tower::TimeoutLayer::new(
-                timer.clone(),
-                config.request_timeout,
-            ))
+            .layer(
+                hashwheel::tower::DeadlineLayer::new(timer.clone(), config.request_timeout)
+                    .millis_header(HeaderName::from_static(X_REQUEST_DEADLINE)),
+            )
             .service(app)
             .boxed_clone(),
         Clock::Tokio => ServiceBuilder::new()
             .layer(tower::timeout::TimeoutLayer::new(config.request_timeout))
-            .service(app)
+            .service(tower::service_fn(move |req: Request<Incoming>| {
+                let app = app.clone();
+                async move {
+                    let Some(deadline) = tokio_deadline(&req) else {
+                        return app.oneshot(req).await;
+                    };
+                    tokio::time::timeout(deadline, app.oneshot(req))
+                        .await
+                        .unwrap_or_else(|elapsed| Err(Box::new(elapsed)))
+                }
+            }))
             .boxed_clone(),
     }
 }
 
-/// Both layers fail late requests with tower's own `Elapsed`; a request's
-/// deadline scope with hashwheel's, and `tokio::time::timeout` with
-/// tokio's.
+/// With `--timer tokio`, the deadline a request carries, read with the
+/// crate's parser (`DeadlineLayer` reads it so, and answers a malformed
+/// one); none where it is malformed.
+fn tokio_deadline<B>(req: &Request<B>) -> Option<Duration> {
+    let grpc = req.headers().get("grpc-timeout");
+    let grpc = grpc.and_then(|v| hashwheel::tower::parse_grpc_timeout(v).ok());
+    let millis = req.headers().get(X_REQUEST_DEADLINE);
+    let millis = millis.and_then(|v| v.to_str().ok()?.parse().ok());
+    [grpc, millis.map(Duration::from_millis)]
+        .into_iter()
+        .flatten()
+        .min()
+}
+
+/// The deadline layers answer late requests themselves (504, with the
+/// deadline's `Elapsed` in the response's extensions); tower's
+/// `TimeoutLayer` and `tokio::time::timeout` fail them with their own
+/// `Elapsed`.
 fn timed_out(err: &BoxError) -> bool {
-    err.is::<tower::timeout::error::Elapsed>()
-        || err.is::<hashwheel::Elapsed>()
-        || err.is::<tokio::time::error::Elapsed>()
-}
-
-/// The deadline a request carries: `grpc-timeout` (gRPC's format) or
-/// `x-request-deadline` (milliseconds); `None` if neither, or unreadable.
-fn request_deadline<B>(req: &Request<B>) -> Option<Duration> {
-    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-    if let Some(value) = header("grpc-timeout") {
-        return parse_grpc_timeout(value);
-    }
-    let ms: u64 = header("x-request-deadline")?.trim().parse().ok()?;
-    Some(Duration::from_millis(ms))
-}
-
-/// gRPC's `TimeoutValue TimeoutUnit`: 1 to 8 ASCII digits, then `H`
-/// (hours), `M` (minutes), `S` (seconds), `m` (milliseconds), `u`
-/// (microseconds) or `n` (nanoseconds).
-fn parse_grpc_timeout(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_ascii() || value.len() < 2 {
-        return None;
-    }
-    let (digits, unit) = value.split_at(value.len() - 1);
-    if digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n * 3600),
-        "M" => Duration::from_secs(n * 60),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    })
-}
-
-/// The request through `svc`, in a deadline scope of the deadline it
-/// carries, if any: hashwheel's (its handler's timeouts inherit it), or
-/// with `--timer tokio` a `tokio::time::timeout` around it.
-async fn with_deadline(
-    clock: &Clock,
-    svc: Svc,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, BoxError> {
-    let Some(deadline) = request_deadline(&req) else {
-        return svc.oneshot(req).await;
-    };
-    match clock {
-        Clock::Wheel(timer) => match timer.try_scope(deadline, svc.oneshot(req)) {
-            Ok(scope) => scope.await.unwrap_or_else(|elapsed| Err(Box::new(elapsed))),
-            Err(err) => Err(Box::new(err)),
-        },
-        Clock::Tokio => tokio::time::timeout(deadline, svc.oneshot(req))
-            .await
-            .unwrap_or_else(|elapsed| Err(Box::new(elapsed))),
-    }
+    err.is::<tower::timeout::error::Elapsed>() || err.is::<tokio::time::error::Elapsed>()
 }
 
 async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Arc<Stats>) {
@@ -419,13 +465,19 @@ async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Ar
     };
     let per_request = {
         let stats = stats.clone();
-        let clock = config.clock.clone();
         hyper::service::service_fn(move |req| {
-            let (svc, stats, clock) = (svc.clone(), stats.clone(), clock.clone());
+            let (svc, stats) = (svc.clone(), stats.clone());
             async move {
                 stats.requests.fetch_add(1, Ordering::Relaxed);
-                match with_deadline(&clock, svc, req).await {
-                    Ok(res) => Ok::<_, Infallible>(res),
+                match svc.oneshot(req).await {
+                    Ok(res) => {
+                        if let Some(elapsed) = res.extensions().get::<hashwheel::Elapsed>() {
+                            // The request ran out (`EndedBy::Scope`).
+                            debug_assert_eq!(elapsed.ended_by(), hashwheel::EndedBy::Scope);
+                            stats.timed_out.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok::<_, Infallible>(res)
+                    }
                     Err(err) => {
                         let status = if timed_out(&err) {
                             stats.timed_out.fetch_add(1, Ordering::Relaxed);
@@ -455,7 +507,8 @@ async fn serve_connection(stream: TcpStream, config: Config, svc: Svc, stats: Ar
 }
 
 async fn run_server(listener: TcpListener, config: Config, stats: Arc<Stats>) {
-    let svc = service(&config);
+    let addr = listener.local_addr().expect("bound");
+    let svc = service(&config, Downstream::new(&config.clock, addr));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -520,14 +573,19 @@ async fn demo(addr: SocketAddr, config: &Config) -> Result<(), BoxError> {
 
     // Deadlines the client sends: the handler runs in a deadline scope,
     // and its downstream call's own 1 s timeout is cut to the time left.
+    // A malformed deadline is answered 400 (hashwheel's DeadlineLayer).
     for (path, header) in [
         ("/downstream/50", ("x-request-deadline", "200")),
         ("/downstream/2000", ("grpc-timeout", "100m")),
         ("/downstream/2000", ("grpc-timeout", "5S")),
         ("/sleep/2000", ("grpc-timeout", "150m")),
+        ("/sleep/10", ("grpc-timeout", "100ms")),
     ] {
         let at = t();
-        let (status, body) = get_with(addr, path, Some(header)).await?;
+        let (status, mut body) = get_with(addr, path, Some(header)).await?;
+        if body.is_empty() {
+            body = "(the deadline layer's answer)".to_string();
+        }
         println!(
             "GET {path:<16} {:<31} -> {status} after {:.0?}: {body}",
             format!("{}: {}", header.0, header.1),

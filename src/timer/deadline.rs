@@ -16,7 +16,10 @@
 //! [`Elapsed`] whose [`is_inherited`](Elapsed::is_inherited) is `true`:
 //! "the request ran out", where `false` says "this call was slow". The
 //! scope itself ends with [`Elapsed`] when its deadline passes, dropping
-//! (cancelling) everything inside it.
+//! (cancelling) everything inside it; its
+//! [`ended_by`](Elapsed::ended_by) names the deadline at every level
+//! ([`EndedBy`](crate::EndedBy): the call's own, an inherited one, the
+//! scope's own).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -480,15 +483,17 @@ impl<F: Future> Future for Scope<F> {
             // Only where the thread's locals were torn down during the
             // poll (a scope polled by a thread-local's destructor): its
             // deadline went with them.
-            return Poll::Ready(Err(Elapsed::deadline()));
+            return Poll::Ready(Err(Elapsed::deadline().of_scope()));
         };
         let clipped = *this.clipped;
         // As `WithTimeout`'s: the deadline is seen through a budget the
         // future spent (see `coop`); and a scope clipped to one whose
         // expiry poll this is ends with it.
         let err = match ready!(timeout.poll_clipped(cx, had_budget_before, clipped)) {
-            Ended::WithScope => return Poll::Ready(Err(Elapsed::deadline().inherited_if(true))),
-            Ended::Own => timeout.elapsed().inherited_if(clipped.is_some()),
+            Ended::WithScope => {
+                return Poll::Ready(Err(Elapsed::deadline().inherited_if(true).of_scope()))
+            }
+            Ended::Own => timeout.elapsed().inherited_if(clipped.is_some()).of_scope(),
         };
         if err.is_timer_stopped() {
             return Poll::Ready(Err(err));
