@@ -226,13 +226,13 @@ async fn serve_http(svc: HttpService) -> SocketAddr {
     addr
 }
 
-/// A service's own timer: one shard, so that a call's timeout clipped to
-/// the request's scope and the scope's own deadline fire under one lock
-/// before either is woken, and the handler sees its call's error (on
-/// several shards the scope may end first: the handler is dropped then,
-/// at the same instant, without seeing it).
+/// A service's own timer, with the default shards: a call's timeout
+/// clipped to the request's scope and the scope's own deadline may fire
+/// from two shards in either order, and the handler sees its call's error
+/// all the same (the scope's last poll, see "At the deadline" in
+/// `hashwheel::deadline`).
 fn timer() -> Timer {
-    Timer::builder().shards(1).build().unwrap()
+    Timer::new()
 }
 
 /// The server layer of a service, or none.
