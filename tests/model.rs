@@ -25,6 +25,13 @@
 //! * a cancelled timeout is never woken again;
 //! * `pending()` equals the model's count, and `deadline()` the model's.
 //!
+//! A timer of a tick under 2 ms follows tokio's millisecond on paused time
+//! (issue 56): a timeout fires, and a deadline already past completes at
+//! its first poll (or at its creation), only once the runtime's timer has
+//! processed its millisecond. The model says so for those shapes: its
+//! clock for firing is the runtime's last millisecond (the runtime parks,
+//! and processes its timer, before each operation).
+//!
 //! Each case runs on its own paused runtime (built by hand rather than with
 //! `#[tokio::test]`, so that a failing case can be replayed while it is
 //! shrunk). A failure prints the seed, the timer's shape and the smallest
@@ -354,9 +361,27 @@ impl Model {
         self.start + since
     }
 
+    /// Whether the timer follows tokio's millisecond (paused time, a tick
+    /// under 2 ms).
+    fn follows_tokio_ms(&self) -> bool {
+        self.shape.tick_us() < 2_000
+    }
+
+    /// The clock as the timer fires by it, in microseconds since the start:
+    /// the clock itself, or, following tokio's millisecond, the runtime
+    /// timer's last one (the runtime processed it as it parked).
+    fn fire_clock(&self) -> u64 {
+        let now = self.now_tick();
+        if self.follows_tokio_ms() {
+            now / 1_000 * 1_000
+        } else {
+            now
+        }
+    }
+
     /// Whether a deadline of `fire` has passed: it may have fired.
     fn may_fire(&self, fire: u64) -> bool {
-        fire < NEVER && fire <= self.now_tick()
+        fire < NEVER && fire <= self.fire_clock()
     }
 
     /// Whether it must have fired: the runtime (which started with the
@@ -485,8 +510,12 @@ impl Model {
         });
         let fire_tick = self.tick_of(deadline);
         // A deadline not after the instant of creation completes at once,
-        // without a wake, and is never pending.
-        let created_due = deadline.is_some_and(|d| d <= Instant::now()) && !self.stopped;
+        // without a wake, and is never pending; following tokio's
+        // millisecond, only one whose millisecond the runtime's timer has
+        // processed (the rest are decided at their first poll).
+        let created_due = deadline.is_some_and(|d| d <= Instant::now())
+            && !self.stopped
+            && (!self.follows_tokio_ms() || self.may_fire(fire_tick));
         self.live.insert(
             id,
             Live {

@@ -429,7 +429,8 @@ impl Interval {
     #[inline(never)]
     fn register(&mut self, cx: &mut Context<'_>) -> Option<Option<Instant>> {
         let now = self.timeout.clock().now_offset();
-        if now >= self.next.get() {
+        let next = self.next.get();
+        if self.due(next, Clock::tick_at(next), now) {
             return Some(Some(self.take(None, now)));
         }
         let waker = cx.waker().clone();
@@ -531,9 +532,27 @@ impl Interval {
         } else {
             None
         };
+        let tick = Clock::tick_at(next);
+        let due = self.due(next, tick, now);
+        let passed = due && self.timeout.follows_tokio_ms();
         self.timeout
-            .rearm_beat(Clock::tick_at(next), self.after(next), waker, why);
-        self.schedule.set_due_now(next <= now);
+            .rearm_beat(tick, self.after(next), waker, why, passed);
+        self.schedule.set_due_now(due);
+    }
+
+    /// Whether the tick at `next` (the wheel's `tick`) is due by `now`, so
+    /// that it completes without the driver: its instant has come; on
+    /// paused time, by tokio's rule, where a tick (a `tokio::time::Sleep`
+    /// registered as the interval is polled) completes at once only once
+    /// the runtime's timer has processed its millisecond (see
+    /// [`Timeout::passed`]).
+    #[inline]
+    fn due(&self, next: i128, tick: u64, now: i128) -> bool {
+        if self.timeout.follows_tokio_ms() {
+            self.timeout.passed(tick)
+        } else {
+            next <= now
+        }
     }
 
     /// Restarts the schedule: the next tick is one period from now.
