@@ -442,19 +442,19 @@ async fn a_starved_driver_fires_every_overdue_timeout_in_order_none_early() {
 
     settle().await;
     let woken = std::mem::take(&mut *log.lock().unwrap());
-    // Deadlines are kept to the microsecond; buckets are 256 µs wide (a
-    // quarter of the 1,024 µs tick).
-    let bucket = |d: Instant| (d - start).as_nanos().div_ceil(1_000) >> 8;
+    // Deadlines are kept to the microsecond; on paused time the driver
+    // fires them by the runtime timer's millisecond, as that timer does.
+    let ms = |d: Instant| (d - start).as_nanos().div_ceil(1_000_000);
     let due: Vec<usize> = (0..timeouts.len())
         .filter(|&i| timeouts[i].1 <= resumed)
         .collect();
     assert!(due.len() > 200);
     let mut seen: Vec<usize> = woken.iter().map(|(id, _)| *id).collect();
-    // In deadline order, bucket by bucket.
+    // In deadline order, millisecond by millisecond.
     for pair in woken.windows(2) {
         let (a, b) = (pair[0].0, pair[1].0);
         assert!(
-            bucket(timeouts[a].1) <= bucket(timeouts[b].1),
+            ms(timeouts[a].1) <= ms(timeouts[b].1),
             "woke {a} (due {:?}) before {b} (due {:?})",
             timeouts[a].1 - start,
             timeouts[b].1 - start

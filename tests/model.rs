@@ -28,9 +28,12 @@
 //! A timer of a tick under 2 ms follows tokio's millisecond on paused time
 //! (issue 56): a timeout fires, and a deadline already past completes at
 //! its first poll (or at its creation), only once the runtime's timer has
-//! processed its millisecond. The model says so for those shapes: its
-//! clock for firing is the runtime's last millisecond (the runtime parks,
-//! and processes its timer, before each operation).
+//! processed its millisecond, and a catch-up wakes the timeouts of one
+//! millisecond in the order they registered. The model says so for those
+//! shapes: its clock for firing is the runtime's last millisecond (the
+//! runtime parks, and processes its timer, before each operation).
+//! `tests/paused_time_differential.rs` checks the same rules against
+//! `tokio::time` itself.
 //!
 //! Each case runs on its own paused runtime (built by hand rather than with
 //! `#[tokio::test]`, so that a failing case can be replayed while it is
@@ -57,6 +60,9 @@ const YEAR: Duration = Duration::from_secs(365 * 86_400);
 /// Where a delay too long to keep goes: tokio's "far future", 30 years
 /// from now (issue 39: it was never).
 const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+/// The deadline words' range, in microseconds (about 8.9 years): the
+/// timer keeps a deadline at or past it in the wheel alone.
+const DEADLINE_WORDS: u64 = (1 << 48) - 1;
 /// The clock is not moved past this much uptime (past 584 years, short of
 /// the wheel's horizon).
 const MAX_UPTIME: Duration = Duration::from_secs(1500 * 365 * 86_400);
@@ -851,12 +857,24 @@ impl Model {
             // Tasks are spawned (the default `TaskExecutor`) and run after
             // the turn's wakes, in the order they were spawned: the order
             // holds among timeouts and among tasks.
+            // Following tokio's millisecond, a timeout is filed at the end
+            // of its millisecond (but past the deadline words' range, about
+            // 8.9 years of the timer's uptime), so that the timeouts of one
+            // millisecond come out in the order they registered.
             let res = self.shape.res();
+            let ms = self.follows_tokio_ms();
             for tasks in [false, true] {
+                let order = |tick: u64| {
+                    if ms && !tasks && tick < DEADLINE_WORDS {
+                        (tick.div_ceil(1_000) * 1_000) >> res
+                    } else {
+                        tick >> res
+                    }
+                };
                 let ticks: Vec<(usize, u64)> = woken
                     .iter()
                     .filter(|id| self.tasks.contains_key(id) == tasks)
-                    .filter_map(|&id| self.fire_tick(id).map(|tick| (id, tick >> res)))
+                    .filter_map(|&id| self.fire_tick(id).map(|tick| (id, order(tick))))
                     .collect();
                 ensure!(
                     ticks.windows(2).all(|w| w[0].1 <= w[1].1),

@@ -593,6 +593,7 @@ fn a_coarser_tick_built_off_the_millisecond_parks_once_a_turn() {
 // Each case runs the same code twice on a paused runtime of its own, with
 // `t` naming `tokio::time`, then `hashwheel::time` (switched by the `use`
 // line alone), and checks tokio's answer first, then ours against it.
+// `tests/paused_time_differential.rs` does the same over random scripts.
 
 /// Runs `f`'s future on a current-thread runtime of its own, its time
 /// paused from the start.
@@ -772,4 +773,96 @@ async fn off_the_millisecond_a_deadline_due_by_the_clock_waits_without_a_task() 
     assert_eq!(metrics.num_alive_tasks(), tasks, "a task was spawned");
     sleep.await;
     assert_eq!(start.elapsed(), ms(1));
+}
+
+/// The order of wakes within a millisecond: tokio's timer wakes the tasks
+/// due in one millisecond in the order their sleeps registered, and a
+/// task's interval registers its next tick as the task polls for it. Two
+/// sleeps of 900 and 300 µs, registered in that order, wake in that order
+/// (the 300 µs one woke first: the driver fired by the microsecond); an
+/// interval whose next tick falls in the millisecond of a sleep that
+/// registered before the interval's task polled for it wakes after it
+/// (first: the driver re-armed the interval as it fired the tick before).
+#[test]
+fn tasks_due_in_one_millisecond_wake_in_the_order_they_registered() {
+    use std::sync::{Arc, Mutex};
+    let (theirs, ours) = both!(|t| paused(|| async {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sleeper = |name: &'static str, d: Duration| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                t::sleep(d).await;
+                log.lock().unwrap().push(name);
+            })
+        };
+        let (a, b) = (sleeper("900 µs", us(900)), sleeper("300 µs", us(300)));
+        a.await.unwrap();
+        b.await.unwrap();
+
+        let start = Instant::now();
+        let sleeps = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                t::sleep(ms(1)).await;
+                t::sleep(ms(1)).await;
+                log.lock().unwrap().push("sleep");
+            })
+        };
+        let ticks = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut interval = t::interval_at(start + ms(1), ms(1));
+                interval.tick().await;
+                interval.tick().await;
+                log.lock().unwrap().push("interval");
+            })
+        };
+        sleeps.await.unwrap();
+        ticks.await.unwrap();
+        let log = log.lock().unwrap().clone();
+        log
+    }));
+    assert_eq!(
+        theirs,
+        ["900 µs", "300 µs", "sleep", "interval"],
+        "tokio::time"
+    );
+    assert_eq!(ours, theirs);
+}
+
+/// A registered sleep moved to a later millisecond stays where it was
+/// until its old millisecond comes, then goes behind what registered in
+/// its new one meanwhile, as tokio's does: a 500 µs sleep moved to 1.7 ms
+/// wakes after a 1.9 ms sleep registered after the move (it woke first:
+/// the driver filed it again at its microsecond, ahead of the other).
+#[test]
+fn a_sleep_moved_later_wakes_behind_what_registered_meanwhile() {
+    use std::sync::{Arc, Mutex};
+    let (theirs, ours) = both!(|t| paused(|| async {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let moved = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let sleep = t::sleep(us(500));
+                tokio::pin!(sleep);
+                assert!(futures::poll!(sleep.as_mut()).is_pending());
+                sleep.as_mut().reset(Instant::now() + us(1_700));
+                sleep.await;
+                log.lock().unwrap().push("moved");
+            })
+        };
+        let other = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                t::sleep(us(1_900)).await;
+                log.lock().unwrap().push("other");
+            })
+        };
+        moved.await.unwrap();
+        other.await.unwrap();
+        let log = log.lock().unwrap().clone();
+        log
+    }));
+    assert_eq!(theirs, ["other", "moved"], "tokio::time");
+    assert_eq!(ours, theirs);
 }

@@ -23,6 +23,7 @@ use crate::wheel::store::Sparse;
 
 pub(crate) use crate::engine::clock::{far_future, UNIT_NS};
 pub(crate) use crate::engine::deadlines::Deadlines;
+use crate::engine::deadlines::{FAR, TOKIO_MS};
 
 /// The state shared by [`Timer`](crate::Timer)s and scheduled tasks: the
 /// shards and what they share. [`Timeout`](crate::Timeout)s hold only
@@ -565,6 +566,36 @@ impl Common {
         self.clock.now_tick()
     }
 
+    /// The tick an entry due at `tick` goes into `state`'s wheel at:
+    /// `tick`, but on paused time, where the clock follows the runtime
+    /// timer's millisecond (see `Clock`), the end of that millisecond, so
+    /// that the entries of one millisecond share a bucket and come out in
+    /// the order they went in, as tokio's timer fires the sleeps of one
+    /// millisecond in the order they registered. A tick the wheel has
+    /// passed (it fires at once) and one too far for the deadline words
+    /// (the wheel keeps it as the deadline) stay as they are; the
+    /// deadline words keep the microsecond.
+    #[inline]
+    pub(crate) fn filed_tick(&self, state: &ShardState, tick: u64) -> u64 {
+        if self.clock.follows_tokio_ms() && tick < FAR && tick > state.wheel.elapsed() {
+            on_grid(tick, RUNTIME_MS_US)
+        } else {
+            tick
+        }
+    }
+
+    /// The flag of a timeout's deadline word filed by the runtime's
+    /// millisecond ([`TOKIO_MS`]), on paused time (see
+    /// [`filed_tick`](Self::filed_tick)); none on the real clock.
+    #[inline]
+    pub(crate) fn tokio_ms_flag(&self) -> u64 {
+        if self.clock.follows_tokio_ms() {
+            TOKIO_MS
+        } else {
+            0
+        }
+    }
+
     /// Whether a deadline at `tick` is due at its first poll by tokio's
     /// rule, on paused time (where the clock follows the runtime timer's
     /// millisecond, see `Clock`): the runtime's timer has processed its
@@ -912,6 +943,12 @@ impl Shard {
         detached: bool,
         waker: Option<Waker>,
     ) -> Key {
+        // A task keeps its tick: it has no deadline word to keep it.
+        let tick = if detached {
+            tick
+        } else {
+            self.common.filed_tick(state, tick)
+        };
         let key = state.wheel.insert(tick, detached, waker);
         self.linked();
         key
@@ -921,6 +958,7 @@ impl Shard {
     /// [`Wheel::insert_marked`]).
     #[inline]
     pub(crate) fn insert_marked(&self, state: &mut ShardState, tick: u64, waker: Waker) -> Key {
+        let tick = self.common.filed_tick(state, tick);
         let key = state.wheel.insert_marked(tick, Some(waker));
         self.linked();
         key
@@ -935,6 +973,7 @@ impl Shard {
         key: Key,
         tick: u64,
     ) -> (State, Option<Option<Waker>>) {
+        let tick = self.common.filed_tick(state, tick);
         let res = state.wheel.reset(key, tick);
         self.linked();
         res

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::engine::coop;
+use crate::engine::deadlines::BEAT;
 use crate::engine::scope::{self, Active};
 use crate::engine::shard::{wake_all, AtomicCounts, Shard, ShardState};
 use crate::error::{Elapsed, Error, StopReason};
@@ -474,7 +475,8 @@ impl Timeout {
                     if res.0 != State::Cancelled {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
-                        shard.deadlines.set(self.key(), self.gen(), tick, linked);
+                        let flags = shard.common.tokio_ms_flag();
+                        shard.deadlines.set(self.key(), self.gen(), tick, linked, flags);
                     }
                     match res {
                         (State::Pending, Some(_)) => {
@@ -557,6 +559,12 @@ impl Timeout {
         self.shard.common.passed(tick)
     }
 
+    /// Counts an interval's tick its task completed without the driver
+    /// ([`Stats::ticks`](crate::Stats::ticks)), where no re-arm counts it.
+    pub(crate) fn count_tick(&self) {
+        AtomicCounts::add(&self.shard.unlocked.ticks);
+    }
+
     /// Whether the timer stopped: one atomic load.
     pub(crate) fn is_stopped(&self) -> bool {
         self.shard.common.is_stopped()
@@ -609,11 +617,12 @@ impl Timeout {
             let (key, gen) = match beat {
                 Some(after) => {
                     let key = shard.insert_marked(&mut state, tick, waker);
-                    (key, shard.deadlines.insert(key, after, true))
+                    (key, shard.deadlines.insert(key, after, BEAT))
                 }
                 None => {
                     let key = shard.insert(&mut state, tick, false, Some(waker));
-                    (key, shard.deadlines.insert(key, tick, false))
+                    let flags = shard.common.tokio_ms_flag();
+                    (key, shard.deadlines.insert(key, tick, flags))
                 }
             };
             drop(state);
