@@ -67,30 +67,7 @@ const DEADLINE_WORDS: u64 = (1 << 48) - 1;
 /// the wheel's horizon).
 const MAX_UPTIME: Duration = Duration::from_secs(1500 * 365 * 86_400);
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-
-    fn percent(&mut self) -> u64 {
-        self.below(100)
-    }
-}
+use common::SplitMix as Rng;
 
 #[derive(Debug, Clone, Copy)]
 struct Shape {

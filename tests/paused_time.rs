@@ -429,16 +429,10 @@ async fn the_paused_clock_stays_put_through_hashwheel_time() {
 /// alarm was left armed for), through `Timer` and `hashwheel::time`.
 #[tokio::test(start_paused = true)]
 async fn a_timeout_completed_by_a_reset_to_the_past_leaves_no_alarm() {
-    let timer = Timer::new();
-    // The driver turns once: the wheel's time is 5 ms.
-    timer.sleep(ms(5)).await;
-    let mut sleep = task::spawn(timer.sleep(Duration::from_secs(10)));
-    assert_pending!(sleep.poll());
-    sleep.reset_at(Instant::now() - ms(1));
-    assert_ready!(sleep.poll());
-    assert!(sleep.is_expired());
-    assert_eq!(timer.pending(), 0);
-    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+    assert_eq!(
+        moved_after_a_reset_to_the_past(Duration::ZERO).await,
+        Duration::ZERO
+    );
 
     hashwheel::time::sleep(ms(5)).await;
     let mut sleep = Box::pin(hashwheel::time::sleep(Duration::from_secs(10)));
@@ -446,6 +440,22 @@ async fn a_timeout_completed_by_a_reset_to_the_past_leaves_no_alarm() {
     sleep.as_mut().reset(Instant::now() - ms(1));
     sleep.as_mut().await;
     assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}
+
+/// A timer built `offset` into the paused clock completes its last timeout
+/// by a reset to the past; then the runtime idles: how far its clock moved.
+async fn moved_after_a_reset_to_the_past(offset: Duration) -> Duration {
+    time::advance(offset).await;
+    let timer = Timer::new();
+    // The driver turns once: the wheel's time is 5 ms (after the offset).
+    timer.sleep(ms(5)).await;
+    let mut sleep = task::spawn(timer.sleep(Duration::from_secs(10)));
+    assert_pending!(sleep.poll());
+    sleep.reset_at(Instant::now() - ms(1));
+    assert_ready!(sleep.poll());
+    assert!(sleep.is_expired());
+    assert_eq!(timer.pending(), 0);
+    paused_clock_moved_while_idle().await
 }
 
 /// A timer built outside its runtime (`Builder::handle`) starts its clock
@@ -715,15 +725,10 @@ fn zero_and_past_deadlines_wait_for_tokios_millisecond() {
 /// it waited for the next one, and the clock jumped 1 ms to it).
 #[tokio::test(start_paused = true)]
 async fn off_the_millisecond_a_reset_to_the_past_leaves_no_alarm() {
-    time::advance(us(400)).await;
-    let timer = Timer::new();
-    timer.sleep(ms(5)).await;
-    let mut sleep = task::spawn(timer.sleep(Duration::from_secs(10)));
-    assert_pending!(sleep.poll());
-    sleep.reset_at(Instant::now() - ms(1));
-    assert_ready!(sleep.poll());
-    assert_eq!(timer.pending(), 0);
-    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+    assert_eq!(
+        moved_after_a_reset_to_the_past(us(400)).await,
+        Duration::ZERO
+    );
 }
 
 /// Resumed, the runtime's time is the real clock again, and a timer built

@@ -23,24 +23,18 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-/// splitmix64: a small, seeded, reproducible generator.
-struct Rng(u64);
+mod common;
+
+/// The scripts' generator: seeded, reproducible.
+struct Rng(common::SplitMix);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.below(n)
     }
 
     fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
+        self.0.percent() < percent
     }
 
     /// A duration of the kinds paused-time tests use: zero, whole
@@ -171,7 +165,7 @@ fn step(rng: &mut Rng, advances: u64) -> Step {
 }
 
 fn script(seed: u64) -> Script {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(common::SplitMix(seed));
     let tasks: Vec<Vec<Step>> = (0..rng.below(4))
         .map(|_| (0..1 + rng.below(6)).map(|_| step(&mut rng, 5)).collect())
         .collect();
