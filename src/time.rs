@@ -78,6 +78,18 @@
 //! `docs/MIGRATING.md` in the repository lists each difference with the
 //! test that shows it.
 //!
+//! On paused time (`start_paused`, `tokio::time::pause`) every
+//! task sees the values and instants `tokio::time` gives it: a deadline
+//! completes when tokio's timer processes its millisecond, rounded up, off
+//! the millisecond too (after an `advance` of microseconds), and a zero or
+//! past deadline completes at its first poll only once that timer has
+//! processed its millisecond, as tokio's `Sleep` does. The timer follows
+//! the runtime timer's millisecond for as long as the runtime's time stays
+//! paused; on the real clock deadlines keep the microsecond. Tasks woken
+//! in one millisecond run in the order tokio's would but in a few cases
+//! (a sleep reset before its first poll, an interval reset later while
+//! pending): see `docs/MIGRATING.md`.
+//!
 //! # Examples
 //!
 //! ```
@@ -474,7 +486,8 @@ impl Sleep {
     /// The instant the sleep completes: the deadline given to
     /// [`sleep_until`] or the last [`reset`](Sleep::reset), or now plus
     /// the duration given to [`sleep`], to the nanosecond, as tokio's.
-    /// (The timer fires it at the first microsecond at or after it.)
+    /// (The timer fires it at the first microsecond at or after it; on
+    /// paused time, when tokio's timer processes its millisecond.)
     ///
     /// # Examples
     ///

@@ -25,6 +25,16 @@
 //! * a cancelled timeout is never woken again;
 //! * `pending()` equals the model's count, and `deadline()` the model's.
 //!
+//! A timer of a tick under 2 ms follows tokio's millisecond on paused time
+//! (issue 56): a timeout fires, and a deadline already past completes at
+//! its first poll (or at its creation), only once the runtime's timer has
+//! processed its millisecond, and a catch-up wakes the timeouts of one
+//! millisecond in the order they registered. The model says so for those
+//! shapes: its clock for firing is the runtime's last millisecond (the
+//! runtime parks, and processes its timer, before each operation).
+//! `tests/paused_time_differential.rs` checks the same rules against
+//! `tokio::time` itself.
+//!
 //! Each case runs on its own paused runtime (built by hand rather than with
 //! `#[tokio::test]`, so that a failing case can be replayed while it is
 //! shrunk). A failure prints the seed, the timer's shape and the smallest
@@ -50,34 +60,14 @@ const YEAR: Duration = Duration::from_secs(365 * 86_400);
 /// Where a delay too long to keep goes: tokio's "far future", 30 years
 /// from now (issue 39: it was never).
 const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+/// The deadline words' range, in microseconds (about 8.9 years): the
+/// timer keeps a deadline at or past it in the wheel alone.
+const DEADLINE_WORDS: u64 = (1 << 48) - 1;
 /// The clock is not moved past this much uptime (past 584 years, short of
 /// the wheel's horizon).
 const MAX_UPTIME: Duration = Duration::from_secs(1500 * 365 * 86_400);
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-
-    fn percent(&mut self) -> u64 {
-        self.below(100)
-    }
-}
+use common::SplitMix as Rng;
 
 #[derive(Debug, Clone, Copy)]
 struct Shape {
@@ -354,9 +344,27 @@ impl Model {
         self.start + since
     }
 
+    /// Whether the timer follows tokio's millisecond (paused time, a tick
+    /// under 2 ms).
+    fn follows_tokio_ms(&self) -> bool {
+        self.shape.tick_us() < 2_000
+    }
+
+    /// The clock as the timer fires by it, in microseconds since the start:
+    /// the clock itself, or, following tokio's millisecond, the runtime
+    /// timer's last one (the runtime processed it as it parked).
+    fn fire_clock(&self) -> u64 {
+        let now = self.now_tick();
+        if self.follows_tokio_ms() {
+            now / 1_000 * 1_000
+        } else {
+            now
+        }
+    }
+
     /// Whether a deadline of `fire` has passed: it may have fired.
     fn may_fire(&self, fire: u64) -> bool {
-        fire < NEVER && fire <= self.now_tick()
+        fire < NEVER && fire <= self.fire_clock()
     }
 
     /// Whether it must have fired: the runtime (which started with the
@@ -485,8 +493,12 @@ impl Model {
         });
         let fire_tick = self.tick_of(deadline);
         // A deadline not after the instant of creation completes at once,
-        // without a wake, and is never pending.
-        let created_due = deadline.is_some_and(|d| d <= Instant::now()) && !self.stopped;
+        // without a wake, and is never pending; following tokio's
+        // millisecond, only one whose millisecond the runtime's timer has
+        // processed (the rest are decided at their first poll).
+        let created_due = deadline.is_some_and(|d| d <= Instant::now())
+            && !self.stopped
+            && (!self.follows_tokio_ms() || self.may_fire(fire_tick));
         self.live.insert(
             id,
             Live {
@@ -822,12 +834,24 @@ impl Model {
             // Tasks are spawned (the default `TaskExecutor`) and run after
             // the turn's wakes, in the order they were spawned: the order
             // holds among timeouts and among tasks.
+            // Following tokio's millisecond, a timeout is filed at the end
+            // of its millisecond (but past the deadline words' range, about
+            // 8.9 years of the timer's uptime), so that the timeouts of one
+            // millisecond come out in the order they registered.
             let res = self.shape.res();
+            let ms = self.follows_tokio_ms();
             for tasks in [false, true] {
+                let order = |tick: u64| {
+                    if ms && !tasks && tick < DEADLINE_WORDS {
+                        (tick.div_ceil(1_000) * 1_000) >> res
+                    } else {
+                        tick >> res
+                    }
+                };
                 let ticks: Vec<(usize, u64)> = woken
                     .iter()
                     .filter(|id| self.tasks.contains_key(id) == tasks)
-                    .filter_map(|&id| self.fire_tick(id).map(|tick| (id, tick >> res)))
+                    .filter_map(|&id| self.fire_tick(id).map(|tick| (id, order(tick))))
                     .collect();
                 ensure!(
                     ticks.windows(2).all(|w| w[0].1 <= w[1].1),

@@ -429,16 +429,10 @@ async fn the_paused_clock_stays_put_through_hashwheel_time() {
 /// alarm was left armed for), through `Timer` and `hashwheel::time`.
 #[tokio::test(start_paused = true)]
 async fn a_timeout_completed_by_a_reset_to_the_past_leaves_no_alarm() {
-    let timer = Timer::new();
-    // The driver turns once: the wheel's time is 5 ms.
-    timer.sleep(ms(5)).await;
-    let mut sleep = task::spawn(timer.sleep(Duration::from_secs(10)));
-    assert_pending!(sleep.poll());
-    sleep.reset_at(Instant::now() - ms(1));
-    assert_ready!(sleep.poll());
-    assert!(sleep.is_expired());
-    assert_eq!(timer.pending(), 0);
-    assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+    assert_eq!(
+        moved_after_a_reset_to_the_past(Duration::ZERO).await,
+        Duration::ZERO
+    );
 
     hashwheel::time::sleep(ms(5)).await;
     let mut sleep = Box::pin(hashwheel::time::sleep(Duration::from_secs(10)));
@@ -446,6 +440,22 @@ async fn a_timeout_completed_by_a_reset_to_the_past_leaves_no_alarm() {
     sleep.as_mut().reset(Instant::now() - ms(1));
     sleep.as_mut().await;
     assert_eq!(paused_clock_moved_while_idle().await, Duration::ZERO);
+}
+
+/// A timer built `offset` into the paused clock completes its last timeout
+/// by a reset to the past; then the runtime idles: how far its clock moved.
+async fn moved_after_a_reset_to_the_past(offset: Duration) -> Duration {
+    time::advance(offset).await;
+    let timer = Timer::new();
+    // The driver turns once: the wheel's time is 5 ms (after the offset).
+    timer.sleep(ms(5)).await;
+    let mut sleep = task::spawn(timer.sleep(Duration::from_secs(10)));
+    assert_pending!(sleep.poll());
+    sleep.reset_at(Instant::now() - ms(1));
+    assert_ready!(sleep.poll());
+    assert!(sleep.is_expired());
+    assert_eq!(timer.pending(), 0);
+    paused_clock_moved_while_idle().await
 }
 
 /// A timer built outside its runtime (`Builder::handle`) starts its clock
@@ -586,4 +596,278 @@ fn a_coarser_tick_built_off_the_millisecond_parks_once_a_turn() {
             );
         }
     }
+}
+
+// ---- issue 56, item 2: the values and instants of `tokio::time` ----
+//
+// Each case runs the same code twice on a paused runtime of its own, with
+// `t` naming `tokio::time`, then `hashwheel::time` (switched by the `use`
+// line alone), and checks tokio's answer first, then ours against it.
+// `tests/paused_time_differential.rs` does the same over random scripts.
+
+/// Runs `f`'s future on a current-thread runtime of its own, its time
+/// paused from the start.
+fn paused<F: std::future::Future>(f: impl FnOnce() -> F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+        .block_on(f())
+}
+
+/// `$body` with `$t` naming `tokio::time`, then `hashwheel::time`: both
+/// answers.
+macro_rules! both {
+    (|$t:ident| $body:expr) => {{
+        let theirs = {
+            use tokio::time as $t;
+            $body
+        };
+        let ours = {
+            use hashwheel::time as $t;
+            $body
+        };
+        (theirs, ours)
+    }};
+}
+
+/// A clock off the runtime timer's millisecond (advanced by a whole
+/// number of microseconds, not of milliseconds): a deadline completes
+/// when tokio's runtime timer processes its millisecond, rounded up, and
+/// not before. `timeout(237 µs, sleep(875 µs))` elapses (it was `Ok`: the
+/// driver turned at the microsecond, 1.5 ms, and fired the sleep due at
+/// 1.375 ms with the timeout); two sleeps of 237 and 875 µs wake 1 and
+/// 2 ms later (both woke after 1 ms).
+#[test]
+fn off_the_millisecond_a_deadline_completes_in_tokios_millisecond() {
+    let (theirs, ours) = both!(|t| paused(|| async {
+        tokio::time::advance(us(500)).await;
+        let start = Instant::now();
+        let elapsed = t::timeout(us(237), t::sleep(us(875))).await.is_err();
+        let timed_out = (elapsed, start.elapsed());
+        let start = Instant::now();
+        let short = tokio::spawn(async move {
+            t::sleep(us(237)).await;
+            start.elapsed()
+        });
+        let long = tokio::spawn(async move {
+            t::sleep(us(875)).await;
+            start.elapsed()
+        });
+        (timed_out, short.await.unwrap(), long.await.unwrap())
+    }));
+    assert_eq!(theirs, ((true, ms(1)), ms(1), ms(2)), "tokio::time");
+    assert_eq!(ours, theirs);
+}
+
+/// The default timer first used off the microsecond (a third of a
+/// millisecond in): `sleep_until(start + 2 ms)` completes with tokio's, at
+/// 2.333 ms (it completed at 3.333 ms: the timer's clock started at its
+/// first use, its deadline rounded up to the microsecond from there fell
+/// past the runtime's millisecond, later than tokio's).
+#[test]
+fn a_timer_first_used_off_the_microsecond_keeps_tokios_millisecond() {
+    let (theirs, ours) = both!(|t| paused(|| async {
+        let start = Instant::now();
+        tokio::time::advance(ms(1) / 3).await;
+        t::sleep_until(start + ms(2)).await;
+        start.elapsed()
+    }));
+    assert_eq!(theirs, ms(2) + ms(1) / 3, "tokio::time");
+    assert_eq!(ours, theirs);
+}
+
+/// Zero and past deadlines complete at their first poll only once tokio's
+/// runtime timer has processed their millisecond. Off the millisecond
+/// (its current one not processed), a zero sleep, a deadline 100 µs in
+/// the past and an interval's first tick each take a millisecond (they
+/// took none); on it, a task that runs between two advances of the clock
+/// sees its interval's first tick when the runtime next processes its
+/// timer, after the second advance, at 22 ms (it saw it at 18 ms).
+#[test]
+fn zero_and_past_deadlines_wait_for_tokios_millisecond() {
+    let (theirs, ours) = both!(|t| paused(|| async {
+        tokio::time::advance(us(300)).await;
+        let start = Instant::now();
+        t::sleep(Duration::ZERO).await;
+        let zero = start.elapsed();
+        let start = Instant::now();
+        t::sleep_until(start - us(100)).await;
+        let past = start.elapsed();
+        let start = Instant::now();
+        let mut interval = t::interval(ms(10));
+        let first = interval.tick().await;
+        (zero, past, first == start, start.elapsed())
+    }));
+    assert_eq!(theirs, (ms(1), ms(1), true, ms(1)), "tokio::time");
+    assert_eq!(ours, theirs);
+
+    let (theirs, ours) = both!(|t| paused(|| async {
+        let start = Instant::now();
+        let task = tokio::spawn(async move {
+            let mut interval = t::interval(ms(10));
+            let first = interval.tick().await;
+            (first - start, start.elapsed())
+        });
+        tokio::time::advance(ms(18)).await;
+        tokio::time::advance(ms(4)).await;
+        task.await.unwrap()
+    }));
+    assert_eq!(theirs, (ms(18), ms(22)), "tokio::time");
+    assert_eq!(ours, theirs);
+}
+
+/// Issue 43, item 3, off the millisecond: a timeout completed by a reset
+/// to the past, the timer's last, leaves no alarm for an idle paused
+/// runtime to auto-advance to (the driver's turn that takes the alarm down
+/// is armed for a millisecond tokio's timer has processed; armed for now,
+/// it waited for the next one, and the clock jumped 1 ms to it).
+#[tokio::test(start_paused = true)]
+async fn off_the_millisecond_a_reset_to_the_past_leaves_no_alarm() {
+    assert_eq!(
+        moved_after_a_reset_to_the_past(us(400)).await,
+        Duration::ZERO
+    );
+}
+
+/// Resumed, the runtime's time is the real clock again, and a timer built
+/// on paused time keeps the microsecond again from its driver's next turn:
+/// a zero sleep completes as it is made (following tokio's millisecond, it
+/// waits for its first poll and the runtime timer's next one).
+#[tokio::test(start_paused = true)]
+async fn resumed_a_timer_built_on_paused_time_keeps_the_microsecond() {
+    let timer = Timer::new();
+    let zero = timer.sleep(Duration::ZERO);
+    assert_eq!(
+        timer.pending(),
+        0,
+        "the runtime's timer processed its millisecond"
+    );
+    drop(zero);
+    time::advance(us(300)).await;
+    let zero = timer.sleep(Duration::ZERO);
+    assert_eq!(
+        timer.pending(),
+        1,
+        "paused, off the millisecond: decided at its first poll"
+    );
+    drop(zero);
+    time::resume();
+    timer.sleep(ms(1)).await;
+    let zero = timer.sleep(Duration::ZERO);
+    assert_eq!(timer.pending(), 0, "resumed: completed as it was made");
+    drop(zero);
+}
+
+/// Off the millisecond, a deadline due by the clock whose millisecond the
+/// runtime's timer has not processed registers, and its alarm rings at
+/// that timer's next processing, as a `tokio::time::Sleep` registered then
+/// does: no task is spawned to turn the driver sooner (one was: the
+/// alarm, finding its instant passed, spawned a task to wake the driver,
+/// whose turn then found nothing due by tokio's rule).
+#[tokio::test(start_paused = true)]
+async fn off_the_millisecond_a_deadline_due_by_the_clock_waits_without_a_task() {
+    time::advance(us(300)).await;
+    let timer = Timer::new();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks = metrics.num_alive_tasks();
+    let start = Instant::now();
+    let mut sleep = timer.sleep_until(start);
+    assert!(futures::poll!(&mut sleep).is_pending());
+    assert_eq!(metrics.num_alive_tasks(), tasks, "a task was spawned");
+    sleep.await;
+    assert_eq!(start.elapsed(), ms(1));
+}
+
+/// The order of wakes within a millisecond: tokio's timer wakes the tasks
+/// due in one millisecond in the order their sleeps registered, and a
+/// task's interval registers its next tick as the task polls for it. Two
+/// sleeps of 900 and 300 µs, registered in that order, wake in that order
+/// (the 300 µs one woke first: the driver fired by the microsecond); an
+/// interval whose next tick falls in the millisecond of a sleep that
+/// registered before the interval's task polled for it wakes after it
+/// (first: the driver re-armed the interval as it fired the tick before).
+#[test]
+fn tasks_due_in_one_millisecond_wake_in_the_order_they_registered() {
+    use std::sync::{Arc, Mutex};
+    let (theirs, ours) = both!(|t| paused(|| async {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sleeper = |name: &'static str, d: Duration| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                t::sleep(d).await;
+                log.lock().unwrap().push(name);
+            })
+        };
+        let (a, b) = (sleeper("900 µs", us(900)), sleeper("300 µs", us(300)));
+        a.await.unwrap();
+        b.await.unwrap();
+
+        let start = Instant::now();
+        let sleeps = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                t::sleep(ms(1)).await;
+                t::sleep(ms(1)).await;
+                log.lock().unwrap().push("sleep");
+            })
+        };
+        let ticks = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut interval = t::interval_at(start + ms(1), ms(1));
+                interval.tick().await;
+                interval.tick().await;
+                log.lock().unwrap().push("interval");
+            })
+        };
+        sleeps.await.unwrap();
+        ticks.await.unwrap();
+        let log = log.lock().unwrap().clone();
+        log
+    }));
+    assert_eq!(
+        theirs,
+        ["900 µs", "300 µs", "sleep", "interval"],
+        "tokio::time"
+    );
+    assert_eq!(ours, theirs);
+}
+
+/// A registered sleep moved to a later millisecond stays where it was
+/// until its old millisecond comes, then goes behind what registered in
+/// its new one meanwhile, as tokio's does: a 500 µs sleep moved to 1.7 ms
+/// wakes after a 1.9 ms sleep registered after the move (it woke first:
+/// the driver filed it again at its microsecond, ahead of the other).
+#[test]
+fn a_sleep_moved_later_wakes_behind_what_registered_meanwhile() {
+    use std::sync::{Arc, Mutex};
+    let (theirs, ours) = both!(|t| paused(|| async {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let moved = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let sleep = t::sleep(us(500));
+                tokio::pin!(sleep);
+                assert!(futures::poll!(sleep.as_mut()).is_pending());
+                sleep.as_mut().reset(Instant::now() + us(1_700));
+                sleep.await;
+                log.lock().unwrap().push("moved");
+            })
+        };
+        let other = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                t::sleep(us(1_900)).await;
+                log.lock().unwrap().push("other");
+            })
+        };
+        moved.await.unwrap();
+        other.await.unwrap();
+        let log = log.lock().unwrap().clone();
+        log
+    }));
+    assert_eq!(theirs, ["other", "moved"], "tokio::time");
+    assert_eq!(ours, theirs);
 }

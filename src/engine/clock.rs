@@ -7,6 +7,7 @@
 //! the clock through here and never asks which it is. Below the shard
 //! state: it imports nothing of the crate but the wheel's range.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::wheel::raw::NEVER;
@@ -70,8 +71,25 @@ impl Source {
     }
 }
 
+/// The runtime timer's resolution, in the clock's microseconds: it rings
+/// on whole milliseconds since the runtime's start.
+pub(crate) const RUNTIME_MS_US: u64 = 1_000;
+
 /// A timer's clock: where its ticks start, how long they are, and which
 /// clock it reads.
+///
+/// # Paused time
+///
+/// A clock started on tokio's paused time starts on one of the runtime
+/// timer's milliseconds (see `alarm/runtime.rs`), and then, for as long
+/// as the runtime's time stays paused, *follows tokio's millisecond*:
+/// the driver turns at the runtime timer's last millisecond rather than
+/// at the microsecond ([`turn_tick`](Self::turn_tick)), and a deadline
+/// completes at its first poll only once the runtime's timer has
+/// processed its millisecond, as a `tokio::time::Sleep` does (see
+/// `Common::passed`). On paused time a program tells every instant apart,
+/// and `hashwheel::time` then gives the instants `tokio::time` gives; on
+/// the real clock deadlines keep the microsecond.
 #[derive(Debug)]
 pub(crate) struct Clock {
     source: Source,
@@ -82,6 +100,13 @@ pub(crate) struct Clock {
     /// The tick in microseconds: the width of a bucket and, above 1 ms, the
     /// unit the driver batches by (see `alarm`).
     pub(crate) tick_us: u64,
+    /// `start` is one of the runtime timer's milliseconds (found on paused
+    /// time, see above).
+    #[cfg(feature = "tokio")]
+    on_tokio_grid: bool,
+    /// Follows the runtime timer's millisecond (see above): the runtime's
+    /// time is paused, as last seen. Only ever set with `on_tokio_grid`.
+    follows_tokio_ms: AtomicBool,
 }
 
 impl Clock {
@@ -91,6 +116,60 @@ impl Clock {
             source,
             start: source.now(),
             tick_us,
+            #[cfg(feature = "tokio")]
+            on_tokio_grid: false,
+            follows_tokio_ms: AtomicBool::new(false),
+        }
+    }
+
+    /// A clock by tokio's paused time that starts at `start`, one of the
+    /// runtime timer's milliseconds at or before now, and follows that
+    /// millisecond (see [Paused time](Clock#paused-time)).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn starting_on_tokio_grid(start: Instant, tick_us: u64) -> Clock {
+        Clock {
+            source: Source::Tokio,
+            start,
+            tick_us,
+            on_tokio_grid: true,
+            follows_tokio_ms: AtomicBool::new(true),
+        }
+    }
+
+    /// Whether the clock follows the runtime timer's millisecond (see
+    /// [Paused time](Clock#paused-time)): one relaxed load.
+    #[inline]
+    pub(crate) fn follows_tokio_ms(&self) -> bool {
+        self.follows_tokio_ms.load(Ordering::Relaxed)
+    }
+
+    /// Whether the clock starts on the runtime timer's millisecond, and
+    /// can follow it.
+    #[cfg(feature = "tokio")]
+    #[inline]
+    pub(crate) fn on_tokio_grid(&self) -> bool {
+        self.on_tokio_grid
+    }
+
+    /// Follows the runtime timer's millisecond or not, as the runtime's
+    /// time is `paused` or not; a clock not started on it never does.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn set_follows_tokio_ms(&self, paused: bool) {
+        if self.on_tokio_grid && paused != self.follows_tokio_ms() {
+            self.follows_tokio_ms.store(paused, Ordering::Relaxed);
+        }
+    }
+
+    /// The tick a driver turns at, by the clock reading `now`: `now`
+    /// itself, or, following the runtime timer's millisecond, the last
+    /// one of those (what a `tokio::time::Sleep` due by then has fired
+    /// at).
+    #[inline]
+    pub(crate) fn turn_tick(&self, now: u64) -> u64 {
+        if self.follows_tokio_ms() {
+            now - now % RUNTIME_MS_US
+        } else {
+            now
         }
     }
 
@@ -109,7 +188,13 @@ impl Clock {
     /// The time by the clock, in microseconds since the timer's start,
     /// rounded down: what is due at or before it has passed.
     pub(crate) fn now_tick(&self) -> u64 {
-        let since = self.now().saturating_duration_since(self.start);
+        self.now_tick_of(self.now())
+    }
+
+    /// [`now_tick`](Self::now_tick) by the clock reading `now`.
+    #[inline]
+    pub(crate) fn now_tick_of(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.start);
         micros_floor(since).unwrap_or(u64::MAX)
     }
 

@@ -4,12 +4,13 @@
 //! The words are read and written without the shard's lock (a reset to a
 //! later deadline is one compare-and-swap; an interval's task takes its
 //! tick with one), so they live at addresses that never move. Below
-//! `shard.rs`: it imports only the wheel.
+//! `shard.rs`: it imports only the wheel and the clock's millisecond.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::task::Waker;
 
+use crate::engine::clock::{on_grid, RUNTIME_MS_US};
 use crate::wheel::dir::{boxed_array, NEAR_SHIFT};
 use crate::wheel::raw::{Due, Key};
 use crate::wheel::store::{self, Place};
@@ -23,7 +24,8 @@ use crate::wheel::store::{self, Place};
 /// |-------|------------------------------------------------------------|
 /// | 63    | [`LINKED`]: the entry is pending in the wheel              |
 /// | 62    | [`BEAT`]: the entry is an [`Interval`](crate::Interval)'s  |
-/// | 61    | [`UNTAKEN`]: an interval's tick fired, not taken yet       |
+/// | 61    | [`UNTAKEN`]: an interval's tick fired, not taken yet;      |
+/// |       | a timeout's: [`TOKIO_MS`], filed by the runtime's millisecond |
 /// | 60    | [`STALLED`]: an interval's entry fired while a tick waited |
 /// | 48-59 | generation of the slot: bumped by every insert into it     |
 /// | 0-47  | a timeout's deadline tick, or [`FAR`]: ask the wheel; an   |
@@ -73,6 +75,12 @@ pub(crate) const FAR: u64 = (1 << 48) - 1;
 pub(crate) const BEAT: u64 = 1 << 62;
 /// An interval's entry fired and its tick has not been taken yet.
 pub(crate) const UNTAKEN: u64 = 1 << 61;
+/// A timeout's entry (not [`BEAT`]) is filed at the end of the runtime
+/// timer's millisecond (paused time, see `Clock` and
+/// `Common::filed_tick`): it is re-filed there too when its deadline moved
+/// later. The bit is an interval's [`UNTAKEN`]; a timeout's word never
+/// has that.
+pub(crate) const TOKIO_MS: u64 = UNTAKEN;
 /// An interval's entry fired while a tick was untaken, so it was not
 /// re-armed (it is fired, not linked); taking the tick re-arms it under the
 /// lock.
@@ -84,6 +92,18 @@ pub(crate) const GEN_MASK: u64 = (1 << 12) - 1;
 /// The generation in deadline word `word`.
 pub(crate) fn word_gen(word: u64) -> u64 {
     (word >> GEN_SHIFT) & GEN_MASK
+}
+
+/// Where a timeout of word `word` whose deadline moved later, to `tick`, is
+/// filed again: at `tick`, or at the end of its runtime millisecond if
+/// [`TOKIO_MS`] (as `Common::filed_tick` files it).
+#[cold]
+fn refiled(word: u64, tick: u64) -> u64 {
+    if word & TOKIO_MS != 0 {
+        on_grid(tick, RUNTIME_MS_US).min(FAR - 1)
+    } else {
+        tick
+    }
 }
 
 /// The deadline word of a linked entry of generation `gen` due at `tick`.
@@ -252,13 +272,13 @@ impl Deadlines {
     }
 
     /// Inserted into the wheel at `key`, due at `tick` (an interval's,
-    /// `beat`: re-armed at `tick` when it fires): the slot's next
+    /// `flags` [`BEAT`]: re-armed at `tick` when it fires; a timeout's
+    /// filed by the runtime's millisecond, [`TOKIO_MS`]): the slot's next
     /// generation, linked. Returns the generation. Under the lock.
-    pub(crate) fn insert(&self, key: Key, tick: u64, beat: bool) -> u64 {
+    pub(crate) fn insert(&self, key: Key, tick: u64, flags: u64) -> u64 {
         let slot = self.slot_or_grow(key);
         let gen = (word_gen(slot.load(Ordering::Relaxed)) + 1) & GEN_MASK;
-        let flag = if beat { BEAT } else { 0 };
-        slot.store(linked_word(gen, tick) | flag, Ordering::Release);
+        slot.store(linked_word(gen, tick) | flags, Ordering::Release);
         gen
     }
 
@@ -313,7 +333,7 @@ impl Deadlines {
         loop {
             let tick = cur & FAR;
             if cur & LINKED != 0 && tick != FAR && tick > filed {
-                return Due::Refile(tick);
+                return Due::Refile(refiled(cur, tick));
             }
             match slot.compare_exchange_weak(
                 cur,
@@ -423,9 +443,10 @@ impl Deadlines {
     }
 
     /// The timeout `key` of generation `gen` was reset under the lock:
-    /// linked at `tick`, or not (it fired at once).
-    pub(crate) fn set(&self, key: Key, gen: u64, tick: u64, linked: bool) {
-        let word = linked_word(gen, tick);
+    /// linked at `tick`, or not (it fired at once); `flags` as
+    /// [`insert`](Self::insert)'s.
+    pub(crate) fn set(&self, key: Key, gen: u64, tick: u64, linked: bool, flags: u64) {
+        let word = linked_word(gen, tick) | flags;
         let word = if linked { word } else { word & !LINKED };
         self.slot(key).store(word, Ordering::Release);
     }
@@ -576,7 +597,7 @@ mod tests {
     #[test]
     fn an_extension_needs_linked_my_generation_and_later() {
         let table = Deadlines::new();
-        let gen = table.insert(7, 100, false);
+        let gen = table.insert(7, 100, 0);
         assert!(!table.extend(7, gen + 1, 200), "another generation");
         assert!(!table.extend(7, gen, 50), "earlier");
         assert!(!table.extend(7, gen, FAR), "too far for the word");
@@ -589,7 +610,7 @@ mod tests {
         assert!(!table.is_linked(7, gen));
         assert!(!table.extend(7, gen, 300), "fired: no extension lands");
         // The slot's next entry has the next generation.
-        let next = table.insert(7, 10, false);
+        let next = table.insert(7, 10, 0);
         assert_ne!(next, gen);
         assert!(!table.extend(7, gen, 300), "a stale handle");
         assert_eq!(table.tick(7), Some(10));

@@ -14,7 +14,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::engine::alarm::Alarm;
-use crate::engine::clock::Clock;
+use crate::engine::clock::{on_grid, Clock, RUNTIME_MS_US};
 use crate::error::{Error, StopReason};
 use crate::engine::process::Origin;
 use crate::stats::{Lateness, Stats};
@@ -23,6 +23,7 @@ use crate::wheel::store::Sparse;
 
 pub(crate) use crate::engine::clock::{far_future, UNIT_NS};
 pub(crate) use crate::engine::deadlines::Deadlines;
+use crate::engine::deadlines::{FAR, TOKIO_MS};
 
 /// The state shared by [`Timer`](crate::Timer)s and scheduled tasks: the
 /// shards and what they share. [`Timeout`](crate::Timeout)s hold only
@@ -99,6 +100,11 @@ pub(crate) struct Common {
     /// Pending tasks, and a reference to the `Shared` while there are any
     /// (see [`Shared::task_added`]).
     keep_alive: Mutex<(usize, Option<Arc<Shared>>)>,
+    /// While the clock follows the runtime timer's millisecond (paused
+    /// time, see `Clock`): the ticks below it are known to be in a
+    /// millisecond that timer has processed (see [`Common::passed`]). The
+    /// clock then starts on such a millisecond: tick 0 is one.
+    pub(crate) processed_below: AtomicU64,
 }
 
 /// Tries at a taken shard lock before a thread of a thread-driven timer
@@ -246,7 +252,7 @@ impl Shared {
     ) -> Arc<Shared> {
         let common = Arc::new(Common {
             origin,
-            clock: Clock::new(alarm.source(), tick_us),
+            clock: alarm.clock(tick_us),
             alarm,
             planned: AtomicU64::new(u64::MAX),
             turn_state: AtomicU8::new(IDLE),
@@ -259,6 +265,7 @@ impl Shared {
             longest_turn_ns: AtomicU64::new(0),
             keep_alive: Mutex::new((0, None)),
             busy: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            processed_below: AtomicU64::new(1),
         });
         let spin = common.alarm.is_thread();
         let shards: Box<[Arc<Shard>]> = (0..shards)
@@ -559,6 +566,111 @@ impl Common {
         self.clock.now_tick()
     }
 
+    /// The tick an entry due at `tick` goes into `state`'s wheel at:
+    /// `tick`, but on paused time, where the clock follows the runtime
+    /// timer's millisecond (see `Clock`), the end of that millisecond, so
+    /// that the entries of one millisecond share a bucket and come out in
+    /// the order they went in, as tokio's timer fires the sleeps of one
+    /// millisecond in the order they registered. A tick the wheel has
+    /// passed (it fires at once) and one too far for the deadline words
+    /// (the wheel keeps it as the deadline) stay as they are; the
+    /// deadline words keep the microsecond.
+    #[inline]
+    pub(crate) fn filed_tick(&self, state: &ShardState, tick: u64) -> u64 {
+        if self.clock.follows_tokio_ms() && tick < FAR && tick > state.wheel.elapsed() {
+            on_grid(tick, RUNTIME_MS_US)
+        } else {
+            tick
+        }
+    }
+
+    /// The flag of a timeout's deadline word filed by the runtime's
+    /// millisecond ([`TOKIO_MS`]), on paused time (see
+    /// [`filed_tick`](Self::filed_tick)); none on the real clock.
+    #[inline]
+    pub(crate) fn tokio_ms_flag(&self) -> u64 {
+        if self.clock.follows_tokio_ms() {
+            TOKIO_MS
+        } else {
+            0
+        }
+    }
+
+    /// Whether a deadline at `tick` is due at its first poll by tokio's
+    /// rule, on paused time (where the clock follows the runtime timer's
+    /// millisecond, see `Clock`): the runtime's timer has processed its
+    /// millisecond, so that a `tokio::time::Sleep` due then would complete
+    /// as it registers. `false` on the real clock, where a deadline not
+    /// after the last turn is due (the wheel's own rule, `elapsed`), and
+    /// anything later waits for the driver: one relaxed load.
+    #[inline]
+    pub(crate) fn passed(&self, tick: u64) -> bool {
+        self.clock.follows_tokio_ms() && self.passed_on_tokio_ms(tick)
+    }
+
+    /// On paused time: the last of the runtime timer's milliseconds, at
+    /// or before the tick `at` (one of them), that timer has processed:
+    /// known, or found by halving (a runtime timer registered and removed
+    /// for each half, see `alarm/runtime.rs`). Where a driver turns from a
+    /// task, outside that timer's processing.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn processed_through(&self, at: u64) -> u64 {
+        // `lo` processed; `hi` not, or past `at`.
+        let mut lo = self.processed_below.load(Ordering::Acquire) - 1;
+        if at <= lo {
+            return at;
+        }
+        let Some(alarm) = self.alarm.as_runtime() else {
+            return lo;
+        };
+        let mut hi = at + RUNTIME_MS_US;
+        while hi - lo > RUNTIME_MS_US {
+            let mid = lo + (hi - lo) / (2 * RUNTIME_MS_US) * RUNTIME_MS_US;
+            if alarm.processed(&self.clock, mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        self.processed_below.fetch_max(lo + 1, Ordering::AcqRel);
+        lo
+    }
+
+    /// Whether a deadline at `tick`, due by the clock as a timeout is made,
+    /// completes there and then: always on the real clock; on paused time,
+    /// if the runtime's timer has processed its millisecond (see
+    /// [`passed`](Self::passed)), so that it is due at its first poll
+    /// whenever that comes, as a `tokio::time::Sleep` is. One relaxed load
+    /// on the real clock.
+    #[inline]
+    pub(crate) fn due_at_creation(&self, tick: u64) -> bool {
+        !self.clock.follows_tokio_ms() || self.passed_on_tokio_ms(tick)
+    }
+
+    /// [`passed`](Self::passed) on paused time: known processed, or after
+    /// the runtime timer's last millisecond by the clock (not processed),
+    /// or else asked of the runtime's timer (a runtime timer registered
+    /// and removed, see `alarm/runtime.rs`).
+    #[cold]
+    #[inline(never)]
+    fn passed_on_tokio_ms(&self, tick: u64) -> bool {
+        if tick < self.processed_below.load(Ordering::Acquire) {
+            return true;
+        }
+        if tick > self.clock.turn_tick(self.now_tick()) {
+            return false;
+        }
+        #[cfg(feature = "tokio")]
+        if let Some(alarm) = self.alarm.as_runtime() {
+            if alarm.processed(&self.clock, tick) {
+                let ms = on_grid(tick, RUNTIME_MS_US);
+                self.processed_below.fetch_max(ms + 1, Ordering::AcqRel);
+                return true;
+            }
+        }
+        false
+    }
+
 
 
     /// See [`Clock::instant_of`].
@@ -607,6 +719,21 @@ impl Common {
         {
             self.arm(tick);
         }
+    }
+
+    /// Makes the driver turn soon, whatever is pending (a reset completed
+    /// a shard's last entry: the turn finds nothing and disarms the alarm,
+    /// which a paused runtime would otherwise auto-advance to): the alarm
+    /// armed for now, which turns from a task (see [`Alarm::arm`]), or on
+    /// paused time for a millisecond the runtime's timer has processed,
+    /// which rings as it is armed.
+    pub(crate) fn turn_soon(&self) {
+        let tick = if self.clock.follows_tokio_ms() {
+            self.processed_below.load(Ordering::Acquire) - 1
+        } else {
+            self.now_tick()
+        };
+        self.note_deadline(tick);
     }
 
     /// Arms the alarm for `tick` if it is armed for later (see
@@ -816,6 +943,12 @@ impl Shard {
         detached: bool,
         waker: Option<Waker>,
     ) -> Key {
+        // A task keeps its tick: it has no deadline word to keep it.
+        let tick = if detached {
+            tick
+        } else {
+            self.common.filed_tick(state, tick)
+        };
         let key = state.wheel.insert(tick, detached, waker);
         self.linked();
         key
@@ -825,6 +958,7 @@ impl Shard {
     /// [`Wheel::insert_marked`]).
     #[inline]
     pub(crate) fn insert_marked(&self, state: &mut ShardState, tick: u64, waker: Waker) -> Key {
+        let tick = self.common.filed_tick(state, tick);
         let key = state.wheel.insert_marked(tick, Some(waker));
         self.linked();
         key
@@ -839,6 +973,7 @@ impl Shard {
         key: Key,
         tick: u64,
     ) -> (State, Option<Option<Waker>>) {
+        let tick = self.common.filed_tick(state, tick);
         let res = state.wheel.reset(key, tick);
         self.linked();
         res

@@ -11,7 +11,7 @@ use futures_core::Stream;
 
 use crate::engine::clock::{Clock, FAR_FUTURE};
 use crate::engine::coop;
-use crate::engine::deadlines::{Deadlines, UNTAKEN};
+use crate::engine::deadlines::{Deadlines, FAR, UNTAKEN};
 use crate::error::{Error, StopReason};
 use crate::timer::timeout::{Rearm, Timeout};
 
@@ -145,6 +145,10 @@ const BEHAVIOR_SHIFT: u32 = 60;
 /// completes at once, without waiting for the driver (missed ticks in a
 /// burst, a reset to a past instant).
 const DUE_NOW: u64 = 1 << 63;
+/// [`Schedule`]: on paused time (see `Clock`), a tick was taken and the
+/// next one registers at the next poll, as `tokio::time::Interval`'s does
+/// (the driver re-arms nothing there).
+const REARM_AT_POLL: u64 = 1 << 62;
 
 impl Schedule {
     fn new(period: Duration) -> Schedule {
@@ -181,11 +185,29 @@ impl Schedule {
 
     #[inline]
     fn set_due_now(&mut self, due: bool) {
-        self.0 = if due {
-            self.0 | DUE_NOW
-        } else {
-            self.0 & !DUE_NOW
-        };
+        self.set(DUE_NOW, due);
+    }
+
+    /// Either [`due_now`](Self::due_now) or
+    /// [`rearm_at_poll`](Self::rearm_at_poll).
+    #[inline]
+    fn due_now_or_rearm(self) -> bool {
+        self.0 & (DUE_NOW | REARM_AT_POLL) != 0
+    }
+
+    #[inline]
+    fn rearm_at_poll(self) -> bool {
+        self.0 & REARM_AT_POLL != 0
+    }
+
+    #[inline]
+    fn set_rearm_at_poll(&mut self, rearm: bool) {
+        self.set(REARM_AT_POLL, rearm);
+    }
+
+    #[inline]
+    fn set(&mut self, flag: u64, on: bool) {
+        self.0 = if on { self.0 | flag } else { self.0 & !flag };
     }
 }
 
@@ -361,10 +383,17 @@ impl Interval {
         if self.timeout.is_stopped() {
             return Poll::Ready(None);
         }
-        if self.schedule.due_now() {
-            self.schedule.set_due_now(false);
-            let now = self.timeout.clock().now_offset();
-            return Poll::Ready(Some(self.take(None, now)));
+        // One test of the word for both flags (the steady state has
+        // neither).
+        if self.schedule.due_now_or_rearm() {
+            if self.schedule.rearm_at_poll() {
+                self.rearm_now();
+            }
+            if self.schedule.due_now() {
+                self.schedule.set_due_now(false);
+                let now = self.timeout.clock().now_offset();
+                return Poll::Ready(Some(self.take(None, now)));
+            }
         }
         if !self.timeout.is_registered() {
             if let Some(ready) = self.register(cx) {
@@ -429,13 +458,14 @@ impl Interval {
     #[inline(never)]
     fn register(&mut self, cx: &mut Context<'_>) -> Option<Option<Instant>> {
         let now = self.timeout.clock().now_offset();
-        if now >= self.next.get() {
+        let next = self.next.get();
+        if self.due(next, Clock::tick_at(next), now) {
             return Some(Some(self.take(None, now)));
         }
         let waker = cx.waker().clone();
         if !self
             .timeout
-            .register_beat(waker.clone(), self.after(self.next.get()))
+            .register_beat(waker.clone(), self.rearm_after(self.next.get()))
         {
             return Some(None);
         }
@@ -470,6 +500,16 @@ impl Interval {
             on_time
         };
         self.next = Nanos::new(next);
+        if self.timeout.follows_tokio_ms() {
+            // On paused time the next tick registers at the next poll, as
+            // `tokio::time::Interval`'s does; a tick the driver did not
+            // fire counts now, as `rearm` counts it.
+            if fired.is_none() {
+                self.timeout.count_tick();
+            }
+            self.schedule.set_rearm_at_poll(true);
+            return self.timeout.clock().instant_at(due);
+        }
         if let Some(word) = fired {
             // The driver re-armed the entry for `next` as it fired; leave
             // it the tick after, unless it fired again meanwhile (stalled:
@@ -518,6 +558,22 @@ impl Interval {
         Clock::tick_at(next + self.schedule.period())
     }
 
+    /// The tick the driver re-arms the entry at once the tick at `next`
+    /// fires ([`after`](Self::after)), as the entry is registered or
+    /// re-armed under the lock. On paused time none: the tick is out of
+    /// the word's reach ([`FAR`]), so that the driver fires the entry
+    /// without re-arming it, as it fires a re-arm tick too far for the
+    /// word, and the task re-arms it as it polls for the next tick, where
+    /// `tokio::time::Interval` registers it (see `take`).
+    #[inline]
+    fn rearm_after(&self, next: i128) -> u64 {
+        if self.timeout.follows_tokio_ms() {
+            FAR
+        } else {
+            self.after(next)
+        }
+    }
+
     /// Moves the entry to `next` under the lock, clearing what the driver
     /// left in the word (an untaken tick that this consumes, a stall); a
     /// `next` already past by `now` completes without the driver.
@@ -531,9 +587,37 @@ impl Interval {
         } else {
             None
         };
+        let tick = Clock::tick_at(next);
+        let due = self.due(next, tick, now);
+        let passed = due && self.timeout.follows_tokio_ms();
         self.timeout
-            .rearm_beat(Clock::tick_at(next), self.after(next), waker, why);
-        self.schedule.set_due_now(next <= now);
+            .rearm_beat(tick, self.rearm_after(next), waker, why, passed);
+        self.schedule.set_due_now(due);
+    }
+
+    /// On paused time, the poll after a tick was taken: the next tick
+    /// registers now, as `tokio::time::Interval`'s does (see `take`).
+    #[cold]
+    #[inline(never)]
+    fn rearm_now(&mut self) {
+        self.schedule.set_rearm_at_poll(false);
+        let now = self.timeout.clock().now_offset();
+        self.rearm(self.next.get(), now, Rearm::Fired);
+    }
+
+    /// Whether the tick at `next` (the wheel's `tick`) is due by `now`, so
+    /// that it completes without the driver: its instant has come; on
+    /// paused time, by tokio's rule, where a tick (a `tokio::time::Sleep`
+    /// registered as the interval is polled) completes at once only once
+    /// the runtime's timer has processed its millisecond (see
+    /// [`Timeout::passed`]).
+    #[inline]
+    fn due(&self, next: i128, tick: u64, now: i128) -> bool {
+        if self.timeout.follows_tokio_ms() {
+            self.timeout.passed(tick)
+        } else {
+            next <= now
+        }
     }
 
     /// Restarts the schedule: the next tick is one period from now.
@@ -636,6 +720,7 @@ impl Interval {
     /// Restarts the schedule at `next`, at `now` (both offsets from the
     /// timer's start).
     fn reset_to(&mut self, next: i128, now: i128) {
+        self.schedule.set_rearm_at_poll(false);
         self.next = Nanos::new(next);
         self.rearm(next, now, Rearm::Reset);
     }

@@ -150,7 +150,11 @@ impl Timer {
     /// or, with a [tick](Builder::tick) over 1 ms, at most a tick after its
     /// deadline, batched with others (under load, up to a tick later):
     /// see [Lateness](crate#lateness) for the figures on the real clock.
-    /// A zero `delay` completes on the first poll. A `delay` too long to
+    /// A zero `delay` completes on the first poll. On paused time a timer
+    /// of a tick under 2 ms fires as tokio's timer does: a deadline when
+    /// that timer processes its millisecond, rounded up, and a zero or past
+    /// one at its first poll once that timer has processed its millisecond
+    /// (see `hashwheel::time`). A `delay` too long to
     /// keep (`Duration::MAX`, or one whose deadline overflows or lies over
     /// 146,000 years out) completes about 30 years from now, tokio's "far
     /// future", as `tokio::time::sleep`'s does: on a paused runtime with
@@ -185,7 +189,9 @@ impl Timer {
 
     /// A [`Timeout`] that completes at `deadline`: the counterpart of
     /// [`tokio::time::sleep_until`]. A deadline at or before now completes
-    /// on the first poll, without registering in the wheel.
+    /// on the first poll, without registering in the wheel (on paused time,
+    /// once the runtime's timer has processed its millisecond, as
+    /// [`sleep`](Timer::sleep) says).
     ///
     /// # Panics
     ///

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::engine::coop;
+use crate::engine::deadlines::BEAT;
 use crate::engine::scope::{self, Active, Clip};
 use crate::engine::shard::{wake_all, AtomicCounts, Shard, ShardState};
 use crate::error::{Elapsed, Error, StopReason};
@@ -125,9 +126,15 @@ impl Timeout {
     /// the instant it is created: it then completes on its first poll and
     /// never registers (zero delays and past deadlines cost no trip
     /// through the driver).
+    ///
+    /// On paused time, where the clock follows the runtime timer's
+    /// millisecond (see `Clock`), only one whose millisecond that timer has
+    /// processed completes at creation (it is due at its first poll,
+    /// whenever that comes, by tokio's rule); for the others, the first
+    /// poll decides (see [`register`](Self::register)).
     #[inline]
     pub(crate) fn on_shard(shard: &Arc<Shard>, tick: u64, due: bool) -> Result<Timeout, Error> {
-        if due && Timeout::can_fire_at_creation(tick) {
+        if due && Timeout::can_fire_at_creation(tick) && shard.common.due_at_creation(tick) {
             if let Some(reason) = shard.common.stop_reason() {
                 return Err(Error::stopped(reason));
             }
@@ -225,9 +232,10 @@ impl Timeout {
     }
 
     /// The instant this timeout completes: its deadline as the timer keeps
-    /// it, rounded up to the microsecond (a deadline before the timer was
-    /// built reads as the instant it was built). About 30 years out for a
-    /// timeout that never completes. The counterpart of tokio's
+    /// it, rounded up to the microsecond (a deadline before the timer's
+    /// start reads as that start: the instant it was built, or on paused
+    /// time the runtime timer's last millisecond then). About 30 years out
+    /// for a timeout that never completes. The counterpart of tokio's
     /// `Sleep::deadline`, which returns the instant given to the
     /// nanosecond (`hashwheel::time::Sleep::deadline` does too).
     ///
@@ -443,6 +451,9 @@ impl Timeout {
                 self.set(UNREGISTERED, tick);
             }
             REGISTERED => {
+                // Before the lock: on paused time it may ask the runtime's
+                // timer (see `register`).
+                let passed = shard.common.passed(tick);
                 let (state, fired_now, emptied) = {
                     let Some(mut guard) = shard.lock_unless_forked() else {
                         // A forked child whose parent held the lock at the
@@ -460,11 +471,19 @@ impl Timeout {
                     if shard.common.is_stopped() {
                         return;
                     }
-                    let res = shard.reset(&mut guard, self.key(), tick);
+                    // A deadline passed by tokio's rule fires now, as one
+                    // the wheel has passed does.
+                    let at = if passed {
+                        tick.min(guard.wheel.elapsed())
+                    } else {
+                        tick
+                    };
+                    let res = shard.reset(&mut guard, self.key(), at);
                     if res.0 != State::Cancelled {
                         guard.counts.reset += 1;
                         let linked = res.1.is_none();
-                        shard.deadlines.set(self.key(), self.gen(), tick, linked);
+                        let flags = shard.common.tokio_ms_flag();
+                        shard.deadlines.set(self.key(), self.gen(), tick, linked, flags);
                     }
                     match res {
                         (State::Pending, Some(_)) => {
@@ -492,7 +511,7 @@ impl Timeout {
                         // to auto-advance a paused clock to), as a
                         // completion by the driver's fire leaves none.
                         if emptied {
-                            shard.common.note_deadline(shard.common.now_tick());
+                            shard.common.turn_soon();
                         }
                     }
                     (State::Pending, None) | (State::Fired, None) => {
@@ -531,6 +550,28 @@ impl Timeout {
         std::sync::Arc::as_ptr(&self.shard.common) as usize
     }
 
+    /// Whether the timer's clock follows the runtime timer's millisecond
+    /// (paused time, see `Clock`): one relaxed load.
+    #[inline]
+    pub(crate) fn follows_tokio_ms(&self) -> bool {
+        self.shard.common.clock.follows_tokio_ms()
+    }
+
+    /// Whether a deadline at `tick` is due at its first poll by tokio's
+    /// rule on paused time (see
+    /// [`Common::passed`](crate::engine::shard::Common::passed)); `false`
+    /// on the real clock.
+    #[inline]
+    pub(crate) fn passed(&self, tick: u64) -> bool {
+        self.shard.common.passed(tick)
+    }
+
+    /// Counts an interval's tick its task completed without the driver
+    /// ([`Stats::ticks`](crate::Stats::ticks)), where no re-arm counts it.
+    pub(crate) fn count_tick(&self) {
+        AtomicCounts::add(&self.shard.unlocked.ticks);
+    }
+
     /// Whether the timer stopped: one atomic load.
     pub(crate) fn is_stopped(&self) -> bool {
         self.shard.common.is_stopped()
@@ -555,12 +596,17 @@ impl Timeout {
     /// `waker` when it fires, an interval's if `beat` (its re-arm tick).
     /// Returns the kind the timeout is left in: `REGISTERED`; `CANCELLED`
     /// if the timer stopped; `FIRED` for a polled timeout whose deadline
-    /// the wheel has passed. (An interval's tick already past is clamped to
-    /// the next one instead, and the driver fires it on its next turn.)
+    /// the wheel has passed, or on paused time whose millisecond the
+    /// runtime's timer has processed (tokio's rule, see
+    /// [`Common::passed`](crate::engine::shard::Common::passed)). (An
+    /// interval's tick already past is clamped to the next one instead, and
+    /// the driver fires it on its next turn.)
     fn register(&mut self, waker: Waker, beat: Option<u64>) -> u64 {
         debug_assert_eq!(self.kind(), UNREGISTERED);
         let tick = self.low();
         let shard = &*self.shard;
+        // Before the lock: on paused time it may ask the runtime's timer.
+        let passed = beat.is_none() && shard.common.passed(tick);
         let Some(mut state) = shard.lock_unless_forked() else {
             // A forked child whose parent held the lock at the fork: no
             // entry can go in, and no driver thread lives here to fire it.
@@ -571,18 +617,19 @@ impl Timeout {
         let done = if shard.common.is_stopped() {
             state.counts.cancelled += 1;
             CANCELLED
-        } else if beat.is_none() && tick <= state.wheel.elapsed() {
+        } else if beat.is_none() && (passed || tick <= state.wheel.elapsed()) {
             state.counts.fired += 1;
             FIRED
         } else {
             let (key, gen) = match beat {
                 Some(after) => {
                     let key = shard.insert_marked(&mut state, tick, waker);
-                    (key, shard.deadlines.insert(key, after, true))
+                    (key, shard.deadlines.insert(key, after, BEAT))
                 }
                 None => {
                     let key = shard.insert(&mut state, tick, false, Some(waker));
-                    (key, shard.deadlines.insert(key, tick, false))
+                    let flags = shard.common.tokio_ms_flag();
+                    (key, shard.deadlines.insert(key, tick, flags))
                 }
             };
             drop(state);
@@ -641,9 +688,11 @@ impl Timeout {
     /// at `after` when it fires, no tick waiting, holding `waker` (a clone
     /// of the handle's, made before the lock) if it holds none. An
     /// unregistered interval only takes the new tick. Returns whether the
-    /// entry fired at once (its tick has passed: the word then says a tick
-    /// waits, as after a stall, and the entry keeps its waker; the handle
-    /// completes the tick itself). Does nothing once the timer is stopped.
+    /// entry fired at once (its tick has passed, or `passed` says so by
+    /// tokio's rule on paused time, see [`passed`](Self::passed): the word
+    /// then says a tick waits, as after a stall, and the entry keeps its
+    /// waker; the handle completes the tick itself). Does nothing once the
+    /// timer is stopped.
     ///
     /// `why` says what to count: a reset by the interval's owner
     /// ([`Stats::reset`](crate::Stats::reset)), a tick its task completed
@@ -655,6 +704,7 @@ impl Timeout {
         after: u64,
         waker: Option<Waker>,
         why: Rearm,
+        passed: bool,
     ) -> bool {
         let tick = tick.min(NEVER);
         let shard = &*self.shard;
@@ -678,7 +728,14 @@ impl Timeout {
                 return false;
             }
             let key = self.key();
-            let (state, taken) = shard.reset(&mut guard, key, tick);
+            // A tick passed by tokio's rule fires now, as one the wheel has
+            // passed does.
+            let at = if passed {
+                tick.min(guard.wheel.elapsed())
+            } else {
+                tick
+            };
+            let (state, taken) = shard.reset(&mut guard, key, at);
             if state == State::Cancelled {
                 return false;
             }

@@ -100,3 +100,31 @@ pub async fn join_within<T>(
     };
     tokio::time::timeout(limit, all).await.expect(lost)
 }
+
+/// splitmix64: a small, seeded, reproducible generator for randomized
+/// tests (`tests/model.rs`, `tests/paused_time_differential.rs`).
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Below `n` (0 for 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+
+    /// Below 100.
+    pub fn percent(&mut self) -> u64 {
+        self.below(100)
+    }
+}

@@ -20,15 +20,16 @@
 //! The shard state ([`Common::arm`](crate::engine::shard::Common::arm)) and the
 //! turn both drivers share (`driver/mod.rs`) arm it through [`Alarm`] without
 //! knowing which it is: the `cfg`s of the drivers live here, not there. The
-//! alarm also picks the timer's clock ([`Alarm::source`]): tokio's for the
-//! runtime's timer, std's for the thread's.
+//! alarm also makes the timer's clock ([`Alarm::clock`]): tokio's for the
+//! runtime's timer (on paused time, on the runtime timer's millisecond),
+//! std's for the thread's.
 //!
 //! Below the shard state: it knows ticks and instants, not wheels.
 
 #[cfg(test)]
 mod model;
 
-use crate::engine::clock::{Clock, Source};
+use crate::engine::clock::Clock;
 
 cfg_tokio! {
     pub(crate) mod runtime;
@@ -81,9 +82,16 @@ pub(crate) struct Rearmed {
 }
 
 impl Alarm {
-    /// The clock of a timer with this alarm.
-    pub(crate) fn source(&self) -> Source {
-        by_driver!(self, a => Source::Tokio, Source::Std)
+    /// A new clock for a timer with this alarm, of tick `tick_us`, started
+    /// now: on the runtime timer's millisecond where the runtime's time is
+    /// paused and the tick under 2 ms (see [`runtime::clock`]); for a
+    /// runtime's timer, called inside the runtime's context.
+    pub(crate) fn clock(&self, tick_us: u64) -> Clock {
+        by_driver!(
+            self,
+            a => runtime::clock(tick_us),
+            Clock::new(crate::engine::clock::Source::Std, tick_us)
+        )
     }
 
     /// Whether this is a driver thread's alarm: the wheels turn on a thread

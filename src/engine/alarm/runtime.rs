@@ -28,13 +28,14 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
+use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
 use super::Rearmed;
-use crate::engine::clock::{far_future, Clock};
+use crate::engine::clock::{far_future, Clock, Source, RUNTIME_MS_US};
 use crate::engine::live::LiveTimer;
 use crate::wheel::raw::NEVER;
 
@@ -131,9 +132,6 @@ impl Ring {
 /// already due pending (`tests/shuttle_timer.rs` catches it).
 const DUE: u64 = 0;
 
-/// The runtime timer's resolution, in the clock's microseconds: it rings
-/// on whole milliseconds since the runtime's start.
-const RUNTIME_MS_US: u64 = 1_000;
 /// The runtime timers of the alarm: one for the next ring, one for a turn
 /// on time after it, a third for a turn a whole runtime millisecond late
 /// (see [`RuntimeAlarm::arm`]).
@@ -149,6 +147,32 @@ thread_local! {
 const ARMING: u8 = 1;
 /// [`STATE`]: the alarm rang while this thread was arming it.
 const RUNG: u8 = 2;
+/// [`STATE`]: this thread wakes a driver from a task, outside the runtime
+/// timer's processing (see [`wake_from_task`]).
+const FROM_TASK: u8 = 4;
+
+/// Wakes a driver from the task an arm spawned (its instant had passed):
+/// the turn then knows it runs outside the runtime timer's processing
+/// ([`woken_from_task`]).
+async fn wake_from_task(waker: Waker) {
+    struct FromTask;
+    impl Drop for FromTask {
+        fn drop(&mut self) {
+            STATE.set(STATE.get() & !FROM_TASK);
+        }
+    }
+    STATE.set(STATE.get() | FROM_TASK);
+    let _from_task = FromTask;
+    waker.wake();
+}
+
+/// Whether the driver's waker runs from the task an arm spawned, rather
+/// than inside the runtime timer's processing: on paused time such a turn
+/// expires no further than the runtime's timer is known to have gone
+/// (see `driver/runtime.rs`).
+pub(crate) fn woken_from_task() -> bool {
+    STATE.get() & FROM_TASK != 0
+}
 
 /// Runs `arm` (a reset and poll of the alarm, under its lock); returns
 /// whether the alarm is due, by `arm`'s result or because the runtime woke
@@ -160,13 +184,14 @@ pub(crate) fn arming(arm: impl FnOnce() -> bool) -> bool {
     struct Arming;
     impl Drop for Arming {
         fn drop(&mut self) {
-            STATE.set(0);
+            STATE.set(STATE.get() & FROM_TASK);
         }
     }
-    STATE.set(ARMING);
+    let outer = STATE.get() & FROM_TASK;
+    STATE.set(ARMING | outer);
     let arming = Arming;
     let ready = arm();
-    let rung = STATE.replace(0) & RUNG != 0;
+    let rung = STATE.replace(outer) & RUNG != 0;
     std::mem::forget(arming);
     rung || ready
 }
@@ -216,6 +241,17 @@ impl RuntimeAlarm {
             turned: 0,
             _live: LiveTimer::new(handle.id()),
         });
+    }
+
+    /// Whether the runtime's timer has processed the millisecond of
+    /// `tick` (see [`processed`]); `false` before the alarm started or
+    /// once it stopped.
+    pub(crate) fn processed(&self, clock: &Clock, tick: u64) -> bool {
+        let Some(handle) = lock(&self.armed).as_ref().map(|armed| armed.handle.clone()) else {
+            return false;
+        };
+        let _entered = handle.enter();
+        processed(clock.instant_of(tick))
     }
 
     /// Notified once the timer is stopped or gone: the driver's guard task
@@ -303,7 +339,11 @@ impl RuntimeAlarm {
             // came due during the turn: it then rings at the runtime's next
             // millisecond with whatever else is due, as tokio's own timers
             // do, rather than turning again and again for each deadline.
-            let ready = !force && clock.instant_of(at) <= clock.now()
+            // On paused time, where the clock follows the runtime timer's
+            // millisecond, it rings at the runtime timer's next processing
+            // (or at once, where that has processed its millisecond), as a
+            // `tokio::time::Sleep` due then would.
+            let ready = !force && !clock.follows_tokio_ms() && clock.instant_of(at) <= clock.now()
                 || arming(|| {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
@@ -322,7 +362,7 @@ impl RuntimeAlarm {
         };
         match wake {
             Some((waker, _)) if force => waker.wake(),
-            Some((waker, handle)) => drop(handle.spawn(async move { waker.wake() })),
+            Some((waker, handle)) => drop(handle.spawn(wake_from_task(waker))),
             None => {}
         }
         set
@@ -448,6 +488,76 @@ impl Armed {
             *ring = Ring::fresh(clock);
         }
     }
+}
+
+/// The clock of a timer driven by the current runtime (in its context),
+/// of tick `tick_us`, started now; on paused time, for a tick under 2 ms
+/// (a grid of one runtime millisecond, which `tokio::time` has), started
+/// on a millisecond the runtime's timer has processed, and following that
+/// timer's millisecond (see `Clock`).
+pub(crate) fn clock(tick_us: u64) -> Clock {
+    if grid_us(tick_us) == RUNTIME_MS_US && paused() {
+        if let Some(start) = processed_ms(Source::Tokio.now()) {
+            return Clock::starting_on_tokio_grid(start, tick_us);
+        }
+    }
+    Clock::new(Source::Tokio, tick_us)
+}
+
+/// Whether the current runtime's time is paused: tokio's clock stays put
+/// while std's moves on (tokio says it nowhere else). A few clock
+/// readings; `false` where std's clock does not move within a thousand
+/// readings (the timer then keeps the microsecond, as on the real clock).
+pub(crate) fn paused() -> bool {
+    let before = tokio::time::Instant::now();
+    let std_before = std::time::Instant::now();
+    let moved = (0..1_000).any(|_| std::time::Instant::now() > std_before);
+    moved && tokio::time::Instant::now() == before
+}
+
+/// Whether the current runtime's timer has processed the millisecond of
+/// `at`: a `tokio::time::Sleep` due then completes as it registers
+/// (tokio fires at once a deadline whose millisecond, rounded up, is not
+/// after the last one its timer processed; later ones wait for its next
+/// processing). A runtime timer registered and removed; in the runtime's
+/// context.
+fn processed(at: Instant) -> bool {
+    let at = tokio::time::Instant::from_std(at);
+    let mut sleep = std::pin::pin!(tokio::time::sleep_until(at));
+    sleep.as_mut().reset(at);
+    sleep.is_elapsed()
+}
+
+/// The last millisecond the current runtime's timer has processed, at or
+/// before `now`, to the nanosecond: the runtime's start plus a whole
+/// number of milliseconds, the latest instant [`processed`] says yes to
+/// (found by halving, about 20 runtime timers where the runtime's timer
+/// processed the current millisecond, two more for each doubling of the
+/// time since). `None` if the search leaves the range of `Instant`.
+fn processed_ms(now: Instant) -> Option<Instant> {
+    if processed(now) {
+        return Some(now);
+    }
+    // `hi` never processed, `lo` processed.
+    let mut hi = now;
+    let mut back = Duration::from_millis(1);
+    let mut lo = loop {
+        let at = now.checked_sub(back)?;
+        if processed(at) {
+            break at;
+        }
+        hi = at;
+        back = back.checked_mul(2)?;
+    };
+    while hi - lo > Duration::from_nanos(1) {
+        let mid = lo + (hi - lo) / 2;
+        if processed(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
 }
 
 /// An instant the runtime's timer never reaches: the deadline of a `Sleep`

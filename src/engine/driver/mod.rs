@@ -177,6 +177,9 @@ pub(crate) fn turn(
     let mut next = u64::MAX;
     let mut total = 0;
     let mut spawned = 0;
+    // On paused time (see `Clock`) an interval's tick fires not re-armed,
+    // and a timeout's lateness counts from its deadline in its word.
+    let on_tokio_ms = common.clock.follows_tokio_ms();
     for (index, shard) in shards.iter().enumerate() {
         if !common.shard_busy(index) {
             continue;
@@ -217,16 +220,27 @@ pub(crate) fn turn(
                         }
                         // An interval's tick came while the one before is
                         // untaken: the entry stays, fired, and the
-                        // interval pending (its task takes both).
+                        // interval pending (its task takes both). On paused
+                        // time a tick fires so, not re-armed (its re-arm
+                        // tick is out of reach, see `interval.rs`), and
+                        // counts.
                         Some(Popped::Stalled(tick)) => {
                             state.lateness.record_us(now.wrapping_sub(tick));
                             rearmed += 1;
-                            stalled += 1;
+                            stalled += usize::from(!on_tokio_ms);
                             continue;
                         }
                         Some(Popped::Expired(entry)) => entry,
                     };
-                    state.lateness.record_us(now.wrapping_sub(entry.tick));
+                    // On paused time a timeout is filed at the end of its
+                    // millisecond: its deadline is in its word. (An
+                    // interval's tick counts from that end there.)
+                    let deadline = if on_tokio_ms && !entry.detached {
+                        deadlines.tick(entry.key).unwrap_or(entry.tick)
+                    } else {
+                        entry.tick
+                    };
+                    state.lateness.record_us(now.wrapping_sub(deadline));
                     expired += 1;
                     if entry.detached {
                         if let Some(task) = state.tasks.remove(entry.key) {

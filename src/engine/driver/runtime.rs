@@ -34,11 +34,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
+use std::time::Instant;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::engine::alarm::runtime::rung_while_arming;
+use crate::engine::alarm::runtime::{rung_while_arming, woken_from_task};
 use crate::error::StopReason;
 use crate::engine::executor::{Spawner, StopOnDrop, TaskExecutor, TaskRunner};
 use crate::engine::shard::{Common, Shard, Shared, IDLE, TURNING};
@@ -106,7 +107,8 @@ impl Wake for Driver {
             return; // every handle is gone
         };
         // One clock reading: whether the wake is for nothing, and the turn.
-        let now = common.now_tick();
+        let reading = common.now();
+        let now = common.clock.now_tick_of(reading);
         if common
             .alarm
             .as_runtime()
@@ -139,7 +141,7 @@ impl Wake for Driver {
         // run); if one comes all the same, the timer stops with a reason
         // that every pending timeout reports, instead of the process dying.
         let turned = catch_unwind(AssertUnwindSafe(|| {
-            self.turn_loop(&common, &mut batch, now)
+            self.turn_loop(&common, &mut batch, reading, now)
         }));
         if let Err(panic) = turned {
             self.contain_panic(&common, &mut batch, &*panic);
@@ -153,27 +155,31 @@ impl Wake for Driver {
 }
 
 impl Driver {
-    /// Turns until no wake came during the last turn, the first at `now`;
-    /// the caller holds the turn (`turn_state` is not `IDLE`).
-    fn turn_loop(&self, common: &Common, batch: &mut Vec<Fired>, mut now: u64) {
+    /// Turns until no wake came during the last turn, the first by the
+    /// clock reading `reading`, tick `now`; the caller holds the turn
+    /// (`turn_state` is not `IDLE`).
+    fn turn_loop(&self, common: &Common, batch: &mut Vec<Fired>, mut reading: Instant, mut now: u64) {
         loop {
             if common.is_stopped() {
                 // The alarm is gone; nothing may poll it any more.
                 common.turn_state.store(IDLE, Ordering::SeqCst);
                 return;
             }
-            let turned = driver::turn_once(common, &self.shards, &self.runner, batch, now);
+            let at = turn_tick(common, now);
+            let turned = driver::turn_once(common, &self.shards, &self.runner, batch, at);
             if common
                 .turn_state
                 .compare_exchange(TURNING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
+                follow_pause(common, reading);
                 driver::after_turn(common, turned);
                 return;
             }
             // Asked to turn again while turning.
             common.turn_state.store(TURNING, Ordering::SeqCst);
-            now = common.now_tick();
+            reading = common.now();
+            now = common.clock.now_tick_of(reading);
         }
     }
 
@@ -181,5 +187,39 @@ impl Driver {
     fn contain_panic(&self, common: &Common, batch: &mut Vec<Fired>, panic: &(dyn Any + Send)) {
         driver::contain_panic(common, &self.shards, &self.runner, batch, panic);
         common.turn_state.store(IDLE, Ordering::SeqCst);
+    }
+}
+
+/// The tick a turn at the clock's tick `now` expires up to: `now` itself,
+/// but on paused time, where the clock follows the runtime timer's
+/// millisecond (see `Clock`), that timer's last millisecond, which it has
+/// just processed (the alarm rings inside that processing), so that the
+/// turn fires what `tokio::time` fires there and nothing more. A turn from
+/// a task (an arm found its instant passed) runs outside it, and goes no
+/// further than that timer has processed.
+#[inline]
+fn turn_tick(common: &Common, now: u64) -> u64 {
+    if !common.clock.follows_tokio_ms() {
+        return now;
+    }
+    let at = common.clock.turn_tick(now);
+    if woken_from_task() {
+        common.processed_through(at)
+    } else {
+        common.processed_below.fetch_max(at + 1, Ordering::AcqRel);
+        at
+    }
+}
+
+/// After a turn that began at the clock reading `reading`: a clock started
+/// on the runtime timer's millisecond follows it for as long as the
+/// runtime's time is paused, which its clock staying put through the turn
+/// tells (it moves on after `tokio::time::resume`, and the timer's
+/// deadlines keep the microsecond again from then on). One more clock
+/// reading a turn, for such a clock only.
+#[inline]
+fn follow_pause(common: &Common, reading: Instant) {
+    if common.clock.on_tokio_grid() {
+        common.clock.set_follows_tokio_ms(common.now() == reading);
     }
 }
