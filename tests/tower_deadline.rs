@@ -27,6 +27,12 @@ use tower::util::Either;
 use tower::{service_fn, BoxError, Layer, Service, ServiceExt};
 use tracing::Level;
 
+/// Held by the tests whose layer logs a malformed header: `tracing` caches
+/// each call site's interest process-wide, and a test logging with no
+/// subscriber while another sets or drops its own could leave the warning's
+/// call site cached as uninteresting for the test that captures it.
+static LOGS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -283,6 +289,7 @@ async fn reject_answers_each_malformed_header_400_or_invalid_argument() {
 /// header beside the malformed one, never hidden by it.
 #[tokio::test(start_paused = true)]
 async fn ignore_logs_and_counts_each_malformed_header_and_keeps_a_valid_one() {
+    let _logs = LOGS.lock().await;
     let capture = Capture::at_most(Level::WARN);
     let _guard = tracing::subscriber::set_default(capture.clone());
     let timer = Timer::new();
@@ -324,6 +331,7 @@ async fn ignore_logs_and_counts_each_malformed_header_and_keeps_a_valid_one() {
 /// holds, and a malformed one among them is the policy's.
 #[tokio::test(start_paused = true)]
 async fn every_value_of_a_repeated_header_is_read() {
+    let _logs = LOGS.lock().await;
     let timer = Timer::new();
     let layer = DeadlineLayer::new(timer.clone(), ms(300)).on_invalid(OnInvalid::Ignore);
     let probe = Arc::new(Probe::default());
