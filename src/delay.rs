@@ -307,6 +307,30 @@ fn build() -> Timer {
 ///
 /// It is `Unpin`, `Send` and `Sync`; dropping it cancels it.
 ///
+/// # A zero delay
+///
+/// A zero `Delay` is pending at its first poll and wakes its task at once:
+/// it is ready at the next poll, as futures-timer's is (whose helper thread
+/// fires even a zero delay). So a loop of zero delays (a retry with zero
+/// backoff, or `Delay::new(Duration::ZERO)` used as a yield) lets the
+/// executor's other tasks run, on tokio's current-thread runtime, smol or
+/// a `LocalPool`, every time. It takes no part in tokio's cooperative
+/// budget, as futures-timer's does not. A delay whose deadline the timer's
+/// thread has passed is ready at its first poll.
+///
+/// ```
+/// use hashwheel::Delay;
+/// use std::future::Future;
+/// use std::task::{Context, Poll};
+/// use std::time::Duration;
+///
+/// let waker = futures::task::noop_waker();
+/// let mut cx = Context::from_waker(&waker);
+/// let mut zero = Delay::new(Duration::ZERO);
+/// assert_eq!(std::pin::Pin::new(&mut zero).poll(&mut cx), Poll::Pending);
+/// assert_eq!(std::pin::Pin::new(&mut zero).poll(&mut cx), Poll::Ready(()));
+/// ```
+///
 /// # Inside a deadline scope
 ///
 /// A `Delay` keeps its own deadline inside a
@@ -485,9 +509,28 @@ impl Delay {
 impl Future for Delay {
     type Output = ();
 
+    /// Pending at the first poll of a delay due as it was made (a zero
+    /// one), waking its task at once, as futures-timer's is (its helper
+    /// thread fires even a zero delay): a loop of zero delays lets the
+    /// executor's other tasks run. Then as [`poll_timer`](Delay::poll_timer).
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        if this.timeout.take_first_poll_of_due() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        this.poll_timer(cx)
+    }
+}
+
+impl Delay {
+    /// The delay's poll, ready at once where its deadline has passed (a
+    /// zero delay at its first poll too): `hashwheel::async_io`'s timer
+    /// and queue, which are ready there as async-io's are.
+    #[inline]
+    pub(crate) fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self;
         // futures-timer's `Delay` takes no part in tokio's budget.
         let poll = this.timeout.poll_timer(cx);
         // The fork check, where the poll leaves the delay waiting on its

@@ -515,6 +515,6 @@ impl QueueAlarm for Delay {
     }
 
     fn poll_alarm(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        std::future::Future::poll(Pin::new(self), cx)
+        self.poll_timer(cx)
     }
 }
