@@ -516,7 +516,13 @@ impl Builder {
     }
 
     /// The runtime whose timer turns the wheels (and that runs the driver's
-    /// guard task). Defaults to the current one.
+    /// guard task), and whose clock the timer reads. Defaults to the
+    /// current one.
+    ///
+    /// Timeouts made outside that runtime's context (before a `block_on`,
+    /// on a plain thread) take their deadlines from its clock all the same,
+    /// paused or not; one made in a task reads the clock of the task's
+    /// runtime, as a `tokio::time::Sleep` made there would.
     ///
     /// # Examples
     ///
