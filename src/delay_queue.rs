@@ -237,6 +237,12 @@ impl<T> DelayQueue<T> {
 
     /// An empty queue with room for `capacity` items.
     ///
+    /// # Panics
+    ///
+    /// As [`reserve`](Self::reserve): past `u32::MAX - 3` items; an
+    /// allocation that fails aborts the process, as `Vec::with_capacity`'s
+    /// does (at once where the room could never be had).
+    ///
     /// # Examples
     ///
     /// ```

@@ -490,8 +490,10 @@ macro_rules! delay_queue_common {
             ///
             /// # Panics
             ///
-            /// If the queue would hold more than `u32::MAX - 3` items, or the
-            /// allocation fails.
+            /// If the queue would hold more than `u32::MAX - 3` items. An
+            /// allocation that fails aborts the process, as `Vec::reserve`'s
+            /// does (at once where the room could never be had: it is asked
+            /// for in one allocation first).
             ///
             /// # Examples
             ///

@@ -621,8 +621,10 @@ impl<T> Wheel<T> {
     ///
     /// # Panics
     ///
-    /// If the wheel would hold more than `u32::MAX - 3` entries, or the
-    /// allocation fails.
+    /// If the wheel would hold more than `u32::MAX - 3` entries. An
+    /// allocation that fails aborts the process, as `Vec::reserve`'s does
+    /// (at once where the room could never be had: it is asked for in one
+    /// allocation first).
     ///
     /// # Examples
     ///
