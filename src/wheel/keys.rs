@@ -106,6 +106,12 @@ impl Keys {
     /// The key of the entry of `generation` at `at`.
     #[inline]
     pub(crate) fn key_of(&self, at: u32, generation: Generation) -> Key {
+        if self.moved.is_empty() {
+            return Key {
+                index: at,
+                generation,
+            };
+        }
         let index = match self.moved.get(&generation) {
             Some(&(index, _)) => index,
             None => at,

@@ -717,8 +717,16 @@ impl<T> Wheel<T> {
 impl Key {
     /// The slot the key names (where its entry was inserted).
     #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+    #[inline]
     pub(crate) fn index(self) -> u32 {
         self.index
+    }
+
+    /// The generation of the entry the key names.
+    #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+    #[inline]
+    pub(crate) fn generation(self) -> Generation {
+        self.generation
     }
 }
 
