@@ -530,7 +530,8 @@ impl Future for Delay {
     /// Pending at the first poll of a delay due as it was made (a zero
     /// one), waking its task at once, as futures-timer's is (its helper
     /// thread fires even a zero delay): a loop of zero delays lets the
-    /// executor's other tasks run. Then as [`poll_timer`](Delay::poll_timer).
+    /// executor's other tasks run. Otherwise ready once its deadline has
+    /// passed (see [`Delay`]).
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();

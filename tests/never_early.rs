@@ -91,9 +91,9 @@ async fn deadlines_on_bucket_and_round_edges() {
     }
 }
 
-/// A paused runtime whose clock has been advanced an hour (std's has not),
-/// and a timer built on it from outside (`Builder::handle`).
-fn an_hour_ahead() -> (tokio::runtime::Runtime, Timer) {
+/// A paused runtime, and a timer built on it from outside
+/// (`Builder::handle`).
+fn paused_from_outside() -> (tokio::runtime::Runtime, Timer) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -103,6 +103,12 @@ fn an_hour_ahead() -> (tokio::runtime::Runtime, Timer) {
         .handle(rt.handle().clone())
         .build()
         .unwrap();
+    (rt, timer)
+}
+
+/// [`paused_from_outside`], its clock advanced an hour (std's has not).
+fn an_hour_ahead() -> (tokio::runtime::Runtime, Timer) {
+    let (rt, timer) = paused_from_outside();
     rt.block_on(tokio::time::advance(Duration::from_secs(3600)));
     (rt, timer)
 }
@@ -169,15 +175,7 @@ fn a_reset_made_outside_the_runtimes_context_counts_from_the_runtimes_clock() {
 /// runtime's clock reached it.
 #[test]
 fn an_instant_made_outside_the_runtimes_context_is_due_by_the_runtimes_clock() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    let timer = Timer::builder()
-        .handle(rt.handle().clone())
-        .build()
-        .unwrap();
+    let (rt, timer) = paused_from_outside();
     let now = || rt.block_on(async { Instant::now() });
     let deadline = now() + Duration::from_micros(1);
     let sleep = timer.sleep_until(deadline);

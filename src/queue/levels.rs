@@ -240,14 +240,7 @@ impl<T> Levels<T> {
     pub(crate) fn reset(&mut self, key: Key, when: u64) -> Option<bool> {
         let (at, old, prev, next) = self.find(key)?;
         self.detach(at, old, prev, next);
-        let (list, when) = self.list_for(when.min(NEVER));
-        let next = self.top(list);
-        let node = self.node_mut(at);
-        node.when = when;
-        node.next = next;
-        node.prev = NIL;
-        self.set_top(list, at, next, when);
-        Some(list == List::Due)
+        Some(self.link(at, when.min(NEVER)) == List::Due)
     }
 
     /// Removes the item `key` names: its key (as handed out), deadline and
@@ -368,15 +361,17 @@ impl<T> Levels<T> {
         }
     }
 
-    /// Files the unlinked item at `at` by its `when` (its flags gone).
-    fn link(&mut self, at: u32) {
-        let (list, when) = self.list_for(self.node(at).ms());
+    /// Files the unlinked item at `at` at millisecond `when`; returns its
+    /// list.
+    fn link(&mut self, at: u32, when: u64) -> List {
+        let (list, when) = self.list_for(when);
         let next = self.top(list);
         let node = self.node_mut(at);
         node.when = when;
         node.next = next;
         node.prev = NIL;
         self.set_top(list, at, next, when);
+        list
     }
 
     /// Pops the top of `list` (a stack), leaving its links stale.
@@ -531,8 +526,7 @@ impl<T> Levels<T> {
             }
             self.far.pop_first();
             self.next = None;
-            self.node_mut(at).when = when;
-            self.link(at);
+            self.link(at, when);
         }
     }
 
