@@ -127,17 +127,29 @@ fn default_timer() -> &'static Timer {
         .and_then(|slot| slot.timer.get());
     match found {
         Some(timer) => timer,
-        None => timer_of(Process::current()),
+        None => {
+            let (process, read) = Process::current_read();
+            timer_of(process, read)
+        }
     }
 }
 
 /// The default timer of `process`, started on first use (a parameter, so
-/// that a test can play a forked child without forking).
+/// that a test can play a forked child without forking); `read` if its
+/// pid namespace was read now (see [`Process::current_read`]).
 ///
 /// Never waits on another process's slot or page: a child forked while a
 /// thread of its parent was starting the parent's timer (or allocating a
 /// page) would wait for ever (that thread is not in the child). It waits
 /// only for a thread of its own process doing that.
+///
+/// A slot claimed under `process`'s word by another thread is this
+/// process's where the word is sure (its namespace `read`); where it is
+/// not, an ancestor may have claimed it under the same word (a pid 1 that
+/// lost `/proc`, forking a pid 1 into a new pid namespace), so a timer
+/// found there is taken only if its witness says it is this process's
+/// (a `getpid` and an `F_GETLK`), and a slot whose timer is still starting
+/// is passed over rather than waited on.
 ///
 /// # Panics
 ///
@@ -145,26 +157,31 @@ fn default_timer() -> &'static Timer {
 /// in a process more forks down a line of processes that each started a
 /// default timer than all pages hold (see [`MORE`]).
 #[track_caller]
-fn timer_of(process: Process) -> &'static Timer {
+fn timer_of(process: Process, read: bool) -> &'static Timer {
     let me = process.to_bits();
     for index in 0..=MORE {
         let Some(slots) = page_for(index, me) else {
             continue;
         };
         for (offset, slot) in slots.iter().enumerate() {
-            let owner =
-                match slot
-                    .owner
-                    .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
-                {
-                    Ok(_) => me,
-                    Err(owner) => owner,
-                };
-            if owner == me {
-                let timer = slot.timer.get_or_init(build);
-                CURRENT.store(index << PAGE_SHIFT | offset, Ordering::Release);
-                return timer;
-            }
+            let claimed = match slot
+                .owner
+                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => true,
+                Err(owner) if owner == me => false,
+                Err(_) => continue,
+            };
+            let timer = match slot.timer.get() {
+                Some(timer) if claimed || read || timer.shared.common.is_here() => timer,
+                // An ancestor's under the same word: its thread is not here.
+                Some(_) => continue,
+                None if claimed || read => slot.timer.get_or_init(build),
+                // Maybe an ancestor's, starting at the fork: never done here.
+                None => continue,
+            };
+            CURRENT.store(index << PAGE_SHIFT | offset, Ordering::Release);
+            return timer;
         }
     }
     panic!("hashwheel: no room for the default timer of Delay: a line of forks too deep")
@@ -306,6 +323,30 @@ fn build() -> Timer {
 /// migration guide's "From futures-timer" for the differences.
 ///
 /// It is `Unpin`, `Send` and `Sync`; dropping it cancels it.
+///
+/// # A zero delay
+///
+/// A zero `Delay` is pending at its first poll and wakes its task at once:
+/// it is ready at the next poll, as futures-timer's is (whose helper thread
+/// fires even a zero delay). So a loop of zero delays (a retry with zero
+/// backoff, or `Delay::new(Duration::ZERO)` used as a yield) lets the
+/// executor's other tasks run, on tokio's current-thread runtime, smol or
+/// a `LocalPool`, every time. It takes no part in tokio's cooperative
+/// budget, as futures-timer's does not. A delay whose deadline the timer's
+/// thread has passed is ready at its first poll.
+///
+/// ```
+/// use hashwheel::Delay;
+/// use std::future::Future;
+/// use std::task::{Context, Poll};
+/// use std::time::Duration;
+///
+/// let waker = futures::task::noop_waker();
+/// let mut cx = Context::from_waker(&waker);
+/// let mut zero = Delay::new(Duration::ZERO);
+/// assert_eq!(std::pin::Pin::new(&mut zero).poll(&mut cx), Poll::Pending);
+/// assert_eq!(std::pin::Pin::new(&mut zero).poll(&mut cx), Poll::Ready(()));
+/// ```
 ///
 /// # Inside a deadline scope
 ///
@@ -470,14 +511,15 @@ impl Delay {
 
     /// Moves the delay, created in another process (a forked child's
     /// parent, or the parent's timer found by [`Delay::new`] in a child
-    /// before its first poll), to the default timer of `process`, keeping
-    /// its deadline. The entry it leaves (in the child's copy of
+    /// before its first poll), to the default timer of `process` (whose
+    /// namespace was read now, or not: see [`timer_of`]), keeping its
+    /// deadline. The entry it leaves (in the child's copy of
     /// the parent's timer) is removed, or left where it is if a thread of
     /// the parent held its shard's lock at the fork.
     #[track_caller]
-    fn move_to(&mut self, process: Process) {
+    fn move_to(&mut self, (process, read): (Process, bool)) {
         let deadline = self.timeout.deadline();
-        let moved = timer_of(process).sleep_until(deadline);
+        let moved = timer_of(process, read).sleep_until(deadline);
         drop(std::mem::replace(&mut self.timeout, moved));
     }
 }
@@ -485,9 +527,29 @@ impl Delay {
 impl Future for Delay {
     type Output = ();
 
+    /// Pending at the first poll of a delay due as it was made (a zero
+    /// one), waking its task at once, as futures-timer's is (its helper
+    /// thread fires even a zero delay): a loop of zero delays lets the
+    /// executor's other tasks run. Otherwise ready once its deadline has
+    /// passed (see [`Delay`]).
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        if this.timeout.take_first_poll_of_due() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        this.poll_timer(cx)
+    }
+}
+
+impl Delay {
+    /// The delay's poll, ready at once where its deadline has passed (a
+    /// zero delay at its first poll too): `hashwheel::async_io`'s timer
+    /// and queue, which are ready there as async-io's are.
+    #[inline]
+    pub(crate) fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self;
         // futures-timer's `Delay` takes no part in tokio's budget.
         let poll = this.timeout.poll_timer(cx);
         // The fork check, where the poll leaves the delay waiting on its
@@ -501,7 +563,7 @@ impl Future for Delay {
         if poll.is_ready() && !this.timeout.is_cancelled() || is_here(&this.timeout) {
             return poll;
         }
-        this.move_to(Process::current());
+        this.move_to(Process::current_read());
         this.timeout.poll_timer(cx)
     }
 }
@@ -527,19 +589,24 @@ mod tests {
     #[test]
     fn a_forked_child_gets_a_default_timer_of_its_own() {
         let me = Process::current();
-        let parent = timer_of(me) as *const Timer;
+        let parent = timer_of(me, true) as *const Timer;
         assert_eq!(default_timer() as *const Timer, parent);
         let child = Process::from_bits(me.to_bits() + 1);
-        let in_child = timer_of(child);
+        let in_child = timer_of(child, true);
         assert_ne!(in_child as *const Timer, parent, "a new timer in the child");
-        assert!(std::ptr::eq(timer_of(child), in_child), "once");
+        assert!(std::ptr::eq(timer_of(child, true), in_child), "once");
         let grandchild = Process::from_bits(me.to_bits() + 2);
-        assert!(!std::ptr::eq(timer_of(grandchild), in_child));
+        assert!(!std::ptr::eq(timer_of(grandchild, true), in_child));
         let namesake = Process::from_bits(me.to_bits() ^ 1 << 32);
         assert_eq!(namesake.pid(), me.pid());
-        let in_namesake = timer_of(namesake) as *const Timer;
+        let in_namesake = timer_of(namesake, true) as *const Timer;
         assert_ne!(in_namesake, parent, "the parent's id, another namespace");
-        assert_eq!(timer_of(me) as *const Timer, parent);
+        assert_eq!(timer_of(me, true) as *const Timer, parent);
+        assert_eq!(
+            timer_of(me, false) as *const Timer,
+            parent,
+            "its namespace not read now: the timer's witness says it is ours"
+        );
         // The child's timer works.
         let start = std::time::Instant::now();
         let mut sleep = in_child.sleep(Duration::from_millis(2));

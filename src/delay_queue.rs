@@ -32,24 +32,28 @@ use crate::queue::{delay_queue_common, Entry, Queue, QueueAlarm};
 /// many keyed deadlines (expiring caches, retry and rate-limit maps, session
 /// tables); the [wheel](crate::wheel#examples) alone serves your own event loop.
 ///
-/// # Timing
+/// # Timing and order
 ///
-/// Deadlines round up to 125 µs, and an item never comes out before its
-/// deadline. The queue arms tokio's timer at the rounded deadline, so an
-/// item comes out when a `tokio::time::Sleep` armed at that instant would
-/// fire: at most 125 µs after a `Sleep` with the exact deadline, and like
-/// it subject to tokio's millisecond timer and to the runtime's load. No
-/// absolute bound holds: measured on an idle runtime, items came out
-/// <!--fig:delay-queue.p50-->1.12–1.18 ms after their deadline at the
-/// median and up to about <!--fig:delay-queue.max-->2 ms (tokio's `Sleep`
-/// about the same; tokio-util's `DelayQueue` about
+/// The queue is tokio-util's wheel, kept rule for rule: deadlines round up
+/// to the millisecond from the queue's creation, and items come out in
+/// tokio-util's order, those due at one millisecond too (which depends on
+/// where its wheel stood when each went in: last in, first out within a
+/// level's slot, reversed by each move down a level; a reset files the item
+/// again, as a new one). An item never comes out before its deadline: the
+/// queue arms tokio's timer at the deadline tokio-util's own `Sleep` would
+/// wait for, and hands an item out once the clock has reached its
+/// millisecond, like it subject to tokio's millisecond timer and to the
+/// runtime's load. No absolute bound holds: measured on an idle runtime,
+/// items came out <!--fig:delay-queue.p50-->1.12–1.18 ms after their
+/// deadline at the median and up to about <!--fig:delay-queue.max-->2 ms
+/// (tokio's `Sleep` about the same; tokio-util's `DelayQueue` about
 /// <!--fig:delay-queue.tokio-util.p50-->2.0 ms and
-/// <!--fig:delay-queue.tokio-util.max-->2.9 ms). An item whose deadline
-/// has already passed when it is inserted (or reset) comes out on the next
-/// poll. Deadlines years away work, never early, and none panics: a delay
-/// over about 30 years (`Duration::MAX`) is capped there, as
-/// `Timer::sleep`'s (tokio's "far future"); an instant more than 18 million
-/// years away (2^62 ticks) never comes out.
+/// <!--fig:delay-queue.tokio-util.max-->2.9 ms). An item whose deadline has
+/// already passed when it is inserted (or reset), a zero delay included,
+/// comes out on the next poll. Deadlines years away work, never early, and
+/// none panics: a delay over about 30 years (`Duration::MAX`) is capped
+/// there, as `Timer::sleep`'s (tokio's "far future"); an instant more than
+/// 146 million years away (2^62 ms) never comes out.
 ///
 /// # Keys
 ///
@@ -69,8 +73,11 @@ use crate::queue::{delay_queue_common, Entry, Queue, QueueAlarm};
 /// * Extra methods: [`try_deadline`](Self::try_deadline) (`None` for a
 ///   stale key where [`deadline`](Self::deadline) panics, as tokio-util's
 ///   does).
-/// * Deadlines round up to 125 µs rather than 1 ms, and far deadlines do
-///   not panic.
+/// * Deadlines over about two years out do not panic (tokio-util's panic
+///   past 2^36 ms): items over 2^36 - 2^30 ms out wait beside the wheel
+///   until it reaches them. A deadline already passed is due in the
+///   millisecond that has begun (tokio-util rounds it up to the next:
+///   they agree on the millisecond grid).
 /// * Inserts, resets and removals never touch tokio's timer (tokio-util
 ///   resets its `Sleep` on most of them): they need no runtime, and cost a
 ///   store slot and a list link. The task is woken when an item is inserted
@@ -197,9 +204,10 @@ impl<T> Expired<T> {
         self.entry.data
     }
 
-    /// The deadline the item had, rounded up to the queue's 125 µs tick
-    /// (down to the tick that had begun, for an item already due when it
-    /// went in).
+    /// The deadline the item had, rounded up to the millisecond (down to
+    /// the millisecond that had begun, for an item already due when it went
+    /// in; and, as tokio-util's, no earlier than where the queue's wheel
+    /// stood then).
     ///
     /// # Examples
     ///
@@ -238,6 +246,12 @@ impl<T> DelayQueue<T> {
     }
 
     /// An empty queue with room for `capacity` items.
+    ///
+    /// # Panics
+    ///
+    /// As [`reserve`](Self::reserve): past `u32::MAX - 3` items; an
+    /// allocation that fails aborts the process, as `Vec::with_capacity`'s
+    /// does (at once where the room could never be had).
     ///
     /// # Examples
     ///
@@ -370,9 +384,10 @@ impl<T> DelayQueue<T> {
         self.queue.peek()
     }
 
-    /// The deadline of the item `key` names, rounded up to the queue's
-    /// 125 µs tick. An item that never comes out (its deadline too far to
-    /// represent) reports an instant millions of years out.
+    /// The deadline of the item `key` names, rounded up to the millisecond
+    /// (see [`Expired::deadline`]). An item that never comes out (its
+    /// deadline too far to represent) reports an instant millions of years
+    /// out.
     ///
     /// # Panics
     ///

@@ -11,8 +11,9 @@ use std::fmt;
 /// [`Builder::build`](crate::Builder::build).
 ///
 /// Opaque: ask what went wrong with [`is_stopped`](Error::is_stopped),
-/// [`is_at_capacity`](Error::is_at_capacity) and
-/// [`is_invalid_config`](Error::is_invalid_config).
+/// [`is_at_capacity`](Error::is_at_capacity),
+/// [`is_invalid_config`](Error::is_invalid_config) and
+/// [`is_out_of_memory`](Error::is_out_of_memory).
 ///
 /// # Examples
 ///
@@ -34,6 +35,7 @@ enum Kind {
     Stopped(StopReason),
     AtCapacity(usize),
     InvalidConfig(String),
+    OutOfMemory(String),
 }
 
 /// Why a timer stopped; the `Display` of [`Error`] and [`Elapsed`] says it.
@@ -91,6 +93,12 @@ impl Error {
     pub(crate) fn invalid_config(message: impl Into<String>) -> Error {
         Error {
             kind: Kind::InvalidConfig(message.into()),
+        }
+    }
+
+    pub(crate) fn out_of_memory(message: impl Into<String>) -> Error {
+        Error {
+            kind: Kind::OutOfMemory(message.into()),
         }
     }
 
@@ -169,6 +177,29 @@ impl Error {
     pub fn is_invalid_config(&self) -> bool {
         matches!(self.kind, Kind::InvalidConfig(_))
     }
+
+    /// [`Builder::build`](crate::Builder::build) could not allocate the
+    /// room [`Builder::capacity`](crate::Builder::capacity) asked it to
+    /// reserve; the message says how much, and nothing of it is kept.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // 4 billion timeouts, 160 GiB: more than most machines have.
+    /// let built = hashwheel::Timer::builder()
+    ///     .shards(1)
+    ///     .capacity(u32::MAX as usize - 3)
+    ///     .build();
+    /// if let Err(err) = built {
+    ///     assert!(err.is_out_of_memory());
+    /// }
+    /// # }
+    /// ```
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self.kind, Kind::OutOfMemory(_))
+    }
 }
 
 impl fmt::Display for Error {
@@ -177,6 +208,7 @@ impl fmt::Display for Error {
             Kind::Stopped(reason) => write!(f, "timer is stopped{}", reason.cause()),
             Kind::AtCapacity(max) => write!(f, "timer is at capacity ({max} pending)"),
             Kind::InvalidConfig(message) => write!(f, "invalid timer configuration: {message}"),
+            Kind::OutOfMemory(message) => write!(f, "out of memory: {message}"),
         }
     }
 }

@@ -13,9 +13,10 @@
 //! scheduling cannot turn "not yet" into "already" (5 ms becomes 50 ms).
 //! Left out: the three `#[ignore]`d there (they assert tokio-util's own
 //! wake-ups), and those that assert tokio's clock, an instant that the real
-//! clock cannot meet exactly (the queue's deadline rounds up to its 125 µs
-//! tick from an instant of its own, so an item due "when the sleep ends"
-//! comes out up to 125 µs after: never early, but not at that poll):
+//! clock cannot meet exactly (the queue's deadline rounds up to its
+//! millisecond from an instant of its own, so an item due "when the sleep
+//! ends" comes out up to a millisecond after: never early, but not at that
+//! poll):
 //! * `item_expiry_greater_than_wheel`: moves tokio's clock (`tokio::time::advance`) by 2^35 ms.
 //! * `multi_delay_at_start`: an item due at the instant its sleep ends.
 //! * `expires_before_last_insert`: an item due at the instant its sleep ends.
@@ -23,7 +24,7 @@
 //! * `reset_earlier_after_slot_starts`: an item due at the instant its sleep ends.
 //! * `compact_remove_remapped_keys`: an item due at the instant its sleep ends.
 //!
-//! The other tests' sleeps end a queue tick ([`TICK`]) after tokio's would:
+//! The other tests' sleeps end a queue millisecond ([`TICK`]) after tokio's would:
 //! an item due at the instant a sleep ends but for the few microseconds
 //! between `Instant::now()` and the sleep's start (as in
 //! `reset_first_expiring_item_to_expire_later` and
@@ -55,8 +56,9 @@ mod time {
 
 use time::sleep;
 
-/// The queue's tick: a deadline rounds up to it.
-const TICK: Duration = Duration::from_micros(125);
+/// The queue's resolution, tokio-util's: a deadline rounds up to the
+/// millisecond (from the queue's start).
+const TICK: Duration = Duration::from_millis(1);
 
 macro_rules! poll {
     ($queue:ident) => {

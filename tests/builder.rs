@@ -167,10 +167,12 @@ async fn the_capacity_bound_is_exact() {
 }
 
 /// The other side of [`the_capacity_bound_is_exact`]: `u32::MAX - 3` on one
-/// shard is accepted and reserved. Reserving it takes about 160 GiB, so a
-/// child process (this test binary again, running only this test) builds it
-/// under an address-space limit (`ulimit -v`): it must run out of memory
-/// (an allocation failure aborts), not panic with a capacity error.
+/// shard passes the checks, and is reserved where the memory is. Reserving
+/// it takes 160 GiB, so a child process (this test binary again, running
+/// only this test) builds it under an address-space limit (`ulimit -v`):
+/// the build fails with `Error::is_out_of_memory`, not with a capacity
+/// error (issue 56: an allocation failure aborted the process; see
+/// `tests/build_capacity.rs`).
 #[test]
 #[cfg(target_os = "linux")]
 fn a_capacity_of_exactly_what_a_shard_holds_is_reserved() {
@@ -182,12 +184,16 @@ fn a_capacity_of_exactly_what_a_shard_holds_is_reserved() {
             .build()
             .unwrap();
         let _enter = rt.enter();
-        let built = Timer::builder().shards(1).capacity(most).build();
-        panic!("built without running out of memory: {built:?}");
+        let err = Timer::builder()
+            .shards(1)
+            .capacity(most)
+            .build()
+            .unwrap_err();
+        assert!(err.is_out_of_memory() && !err.is_invalid_config(), "{err}");
+        return;
     }
     let exe = std::env::current_exe().unwrap();
-    // 1 GiB of address space: the binary and a runtime, then pages until
-    // an allocation fails.
+    // 1 GiB of address space: the binary and a runtime, not the pages.
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 1048576 && exec \"$0\" --exact --test-threads=1 --nocapture \"$1\"")
@@ -197,12 +203,5 @@ fn a_capacity_of_exactly_what_a_shard_holds_is_reserved() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(
-        out.status.signal(),
-        Some(6),
-        "the child should abort on an allocation failure: {:?}\n{stderr}",
-        out.status
-    );
-    assert!(stderr.contains("memory allocation of"), "{stderr}");
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
 }

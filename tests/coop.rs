@@ -348,24 +348,32 @@ fn a_spent_budget_holds_back_only_ready_timeouts() {
 }
 
 /// `Delay` and `hashwheel::async_io::Timer` keep futures-timer's and
-/// async-io's behaviour: they take no part in tokio's budget.
+/// async-io's behaviour: they take no part in tokio's budget. A completed
+/// `Delay` is ready at every poll, budget or not; a zero one is pending at
+/// its first poll (futures-timer's helper thread fires even a zero delay),
+/// budget or not: a loop of them yields on every executor (issue 56).
 #[cfg(feature = "thread")]
 #[test]
 fn delay_takes_no_part_like_futures_timer() {
     on_current_thread("Delay", false, || async {
-        let ready = poll_fn(|cx| {
-            let mut n = 0;
-            while n < 4 * BUDGET {
-                let mut zero = hashwheel::Delay::new(Duration::ZERO);
-                if Pin::new(&mut zero).poll(cx).is_pending() {
-                    break;
-                }
-                n += 1;
+        let mut done = hashwheel::Delay::new(Duration::from_micros(1));
+        (&mut done).await;
+        let (ready, zeros) = poll_fn(|cx| {
+            let mut ready = 0;
+            while ready < 4 * BUDGET && Pin::new(&mut done).poll(cx).is_ready() {
+                ready += 1;
             }
-            Poll::Ready(n)
+            let zeros = (0..BUDGET)
+                .filter(|_| {
+                    let mut zero = hashwheel::Delay::new(Duration::ZERO);
+                    Pin::new(&mut zero).poll(cx).is_pending()
+                })
+                .count();
+            Poll::Ready((ready, zeros))
         })
         .await;
-        assert_eq!(ready, 4 * BUDGET);
+        assert_eq!(ready, 4 * BUDGET, "a completed delay spends no budget");
+        assert_eq!(zeros, BUDGET, "a zero delay is pending at its first poll");
     });
 }
 

@@ -56,9 +56,71 @@ fn never_early_sequentially_from_50us_to_2ms() {
     }
 }
 
+/// A zero delay is pending at its first poll, as futures-timer's is (its
+/// helper thread fires even a zero delay), and wakes its task at once: it
+/// is ready at the next poll. It used to be ready at once.
 #[test]
-fn zero_completes_at_once() {
-    assert_eq!(Delay::new(Duration::ZERO).now_or_never(), Some(()));
+fn a_zero_delay_is_pending_at_its_first_poll_and_ready_at_its_next() {
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut zero = Delay::new(Duration::ZERO);
+    assert_eq!(zero.poll_unpin(&mut cx), Poll::Pending);
+    assert_eq!(wakes.wakes(), 1, "woken at once");
+    assert_eq!(zero.poll_unpin(&mut cx), Poll::Ready(()));
+    // Awaited, it completes.
+    block_on(Delay::new(Duration::ZERO));
+}
+
+/// At most this many zero delays may pass before the other task runs:
+/// one turn of the executor's queue.
+const TURN: usize = 2;
+/// Where a loop that never lets the other task run is cut short.
+const CAP: usize = 1_000_000;
+
+/// Awaits zero delays until `done` is set, at most [`CAP`] of them;
+/// returns how many.
+async fn zero_delays_until(done: &std::sync::atomic::AtomicBool) -> usize {
+    let mut n = 0;
+    while !done.load(Ordering::SeqCst) && n < CAP {
+        Delay::new(Duration::ZERO).await;
+        n += 1;
+    }
+    n
+}
+
+/// Issue 56, item 1: a loop of zero delays (a retry with zero backoff, or
+/// `Delay::new(ZERO)` used as a yield) on a current-thread runtime, with
+/// the task that ends it spawned first: the other task runs after one
+/// delay, as with futures-timer's. A zero delay was ready at once and
+/// spent no budget, so the loop never gave the thread up (capped at
+/// 1,000,000, 3 of 3).
+#[test]
+fn a_loop_of_zero_delays_lets_other_tasks_run_on_a_current_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let n = rt.block_on(async {
+        let setter = done.clone();
+        tokio::spawn(async move { setter.store(true, Ordering::SeqCst) });
+        zero_delays_until(&done).await
+    });
+    assert!(n <= TURN, "the other task ran after {n} zero delays");
+}
+
+/// The same on `futures`' `LocalPool` (as on smol's executors): the task
+/// spawned first runs after one zero delay of the loop.
+#[test]
+fn a_loop_of_zero_delays_lets_other_tasks_run_on_a_local_pool() {
+    use futures::task::LocalSpawnExt;
+    let mut pool = futures::executor::LocalPool::new();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let setter = done.clone();
+    pool.spawner()
+        .spawn_local(async move { setter.store(true, Ordering::SeqCst) })
+        .unwrap();
+    let n = pool.run_until(zero_delays_until(&done));
+    assert!(n <= TURN, "the other task ran after {n} zero delays");
 }
 
 #[test]

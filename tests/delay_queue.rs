@@ -427,18 +427,18 @@ async fn deadlines_years_away_come_out_on_time_and_max_is_the_far_future() {
     assert_eq!(drain(&mut queue), ["max"]);
 }
 
+/// Deadlines round up to the millisecond, as tokio-util's: an item due
+/// 300 µs out reports, and comes out at, the next millisecond (issue 56:
+/// the queue is tokio-util's wheel, in its milliseconds; it rounded to
+/// 125 µs before).
 #[tokio::test(start_paused = true)]
-async fn sub_millisecond_deadlines_keep_an_eighth_of_a_millisecond() {
+async fn sub_millisecond_deadlines_round_up_to_the_millisecond() {
     let mut queue = task::spawn(DelayQueue::new());
     let start = Instant::now();
     let key = queue.insert("a", Duration::from_micros(300));
-    // Rounded up to 125 µs, not to tokio's millisecond.
-    assert_eq!(
-        queue.try_deadline(&key),
-        Some(start + Duration::from_micros(375))
-    );
+    assert_eq!(queue.try_deadline(&key), Some(start + ms(1)));
     assert_pending!(queue.poll_next());
-    advance(Duration::from_micros(374)).await;
+    advance(Duration::from_micros(999)).await;
     assert_pending!(queue.poll_next());
     advance(Duration::from_micros(1)).await;
     assert_eq!(drain(&mut queue), ["a"]);
@@ -475,10 +475,10 @@ fn polled_outside_a_runtime_panics_naming_the_queue_and_its_executor_free_twin()
 }
 
 /// Issue 43: an item inserted with a zero delay, or a deadline already
-/// past within the tick that has begun, comes out on the first poll, with
-/// no alarm (it was rounded up to the queue's next 125 µs tick: outside a
-/// runtime that poll panicked for want of tokio's timer, where an item
-/// 5 ms old came out); and a delay of `Duration::MAX` is capped about 30
+/// past within the millisecond that has begun, comes out on the first
+/// poll, with no alarm (it was rounded up to the queue's next tick:
+/// outside a runtime that poll panicked for want of tokio's timer, where an
+/// item 5 ms old came out); and a delay of `Duration::MAX` is capped about 30
 /// years out, as `Timer::sleep`'s, not 2.3e15 s.
 #[test]
 fn an_item_due_when_inserted_comes_out_at_once_and_max_is_thirty_years() {

@@ -312,27 +312,33 @@ fn unless_skipped(result: Option<Result<(), String>>) {
 /// ever on its parent's timer, whose thread it does not have (10 of 10).
 #[test]
 fn a_child_with_its_parents_pid_starts_a_default_timer_of_its_own() {
-    unless_skipped(as_pid_1(|| {
-        let deadline = Instant::now() + ms(1);
-        if !completes(Delay::new(ms(1)), deadline) {
-            return false;
-        }
-        let inherited_deadline = Instant::now() + ms(30);
-        let mut inherited = Delay::new(ms(30));
-        if poll_once(&mut inherited).is_ready() {
-            return false;
-        }
-        fork_namesake(
-            || {
-                let deadline = Instant::now() + ms(5);
-                completes(Delay::new(ms(5)), deadline)
-                    && completes(&mut inherited, inherited_deadline)
-            },
-            || {},
-        )
-        .map_err(|err| eprintln!("{err}"))
-        .is_ok()
-    }));
+    unless_skipped(as_pid_1(|| namesake_gets_a_default_timer(|| true)));
+}
+
+/// In a process that is pid 1 of its pid namespace: its default timer up
+/// and a `Delay` pending on it, then `before_fork`, then a child forked
+/// into a new pid namespace (pid 1 too): a `Delay` made there and the one
+/// it inherited complete, and so does one of the parent's after.
+fn namesake_gets_a_default_timer(before_fork: impl FnOnce() -> bool) -> bool {
+    let deadline = Instant::now() + ms(1);
+    if !completes(Delay::new(ms(1)), deadline) {
+        return false;
+    }
+    let inherited_deadline = Instant::now() + ms(30);
+    let mut inherited = Delay::new(ms(30));
+    if poll_once(&mut inherited).is_ready() || !before_fork() {
+        return false;
+    }
+    fork_namesake(
+        || {
+            let deadline = Instant::now() + ms(5);
+            completes(Delay::new(ms(5)), deadline) && completes(&mut inherited, inherited_deadline)
+        },
+        || {},
+    )
+    .map_err(|err| eprintln!("{err}"))
+    .is_ok()
+        && completes(Delay::new(ms(2)), Instant::now() + ms(2))
 }
 
 /// Issue 37, item 4: a child with its parent's process id that arms and
@@ -384,6 +390,43 @@ fn a_child_with_its_parents_pid_leaves_its_parents_alarm_alone() {
         }
         waiter.join().is_ok() && Instant::now() >= end && !timer.is_stopped()
     }));
+}
+
+/// Chroots the calling process into `dir`, an empty directory: `/proc`
+/// (and every other path) is gone, as for a daemon that drops its
+/// privileges into a jail.
+fn lose_proc(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a plain system call on a valid C string.
+    if unsafe { libc::chroot(path.as_ptr()) } != 0 {
+        eprintln!("chroot: {}", std::io::Error::last_os_error());
+        return false;
+    }
+    std::env::set_current_dir("/").is_ok() && std::fs::read_link("/proc/self/ns/pid").is_err()
+}
+
+/// Issue 56, item 6: a child with its parent's process id (pid 1 forking
+/// into a new pid namespace), forked by a parent that has lost `/proc`
+/// (a container's init that sandboxes a worker without `exec`), starts a
+/// default timer of its own, and a `Delay` it inherited completes there.
+/// The child took its namespace from the parent's last reading, so it was
+/// handed the parent's default timer, and each poll moved the delay back
+/// onto it (no driver thread in the child): it never completed (3 of 3).
+/// Needs root (`chroot`, `unshare(CLONE_NEWPID)`): skipped, saying why,
+/// without.
+#[test]
+fn a_child_with_its_parents_pid_of_a_parent_without_proc_starts_a_default_timer_of_its_own() {
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: chroot and unshare(CLONE_NEWPID) need root");
+        return;
+    }
+    let jail = std::env::temp_dir().join(format!("hashwheel-fork-jail-{}", std::process::id()));
+    std::fs::create_dir_all(&jail).unwrap();
+    let result = as_pid_1(|| namesake_gets_a_default_timer(|| lose_proc(&jail)));
+    let _ = std::fs::remove_dir(&jail);
+    unless_skipped(result);
 }
 
 // ---- a thread paused under a shard's lock at the fork ----

@@ -491,7 +491,7 @@ async fn reset_first_expiring_item_to_expire_later() {
 }
 
 #[tokio::test]
-#[ignore = "asserts tokio-util's wake at an instant of its millisecond-rounded wheel: hashwheel keeps deadlines to 125 us and, with tokio's paused clock off the millisecond grid, hands the item out at another poll (never early, never lost); see docs/MIGRATING.md"]
+#[ignore = "asserts tokio-util's wake when its Sleep fires, which tokio's timer rounds up to the runtime's millisecond: the test pauses the clock after the runtime started, so the queue's start is off that grid, and hashwheel's queue hands the item out once the clock reaches its deadline, a poll sooner (never early, never lost); see docs/MIGRATING.md"]
 async fn insert_before_first_after_poll() {
     time::pause();
 
@@ -551,7 +551,6 @@ async fn insert_after_ready_poll() {
 }
 
 #[tokio::test]
-#[ignore = "asserts tokio-util's internal wake (its wheel must advance after a reset into a later slot); hashwheel needs no wake for a later reset; see docs/MIGRATING.md"]
 async fn reset_later_after_slot_starts() {
     time::pause();
 

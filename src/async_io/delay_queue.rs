@@ -36,14 +36,15 @@ use crate::queue::{delay_queue_common, Entry, Queue, QueueAlarm};
 ///
 /// # Timing
 ///
-/// Deadlines round up to 125 µs, and an item never comes out before its
-/// deadline: it comes out within tens of microseconds after the rounded
-/// deadline (the thread-driven timer's 50 µs tick and its thread's
+/// As [`hashwheel::DelayQueue`'s][DelayQueue_link]: tokio-util's wheel,
+/// its millisecond and its order. An item never comes out before its
+/// deadline: it comes out within tens of microseconds after its
+/// millisecond (the thread-driven timer's 50 µs tick and its thread's
 /// wake-up), on an executor that polls the task at once. An item whose
 /// deadline has already passed when it is inserted (or reset) comes out on
 /// the next poll. Deadlines years away work, never early, and none panics:
 /// a delay over about 30 years (`Duration::MAX`) is capped there, as
-/// `Timer::sleep`'s; an instant more than 18 million years away never
+/// `Timer::sleep`'s; an instant more than 146 million years away never
 /// comes out.
 ///
 /// # Keys
@@ -178,9 +179,10 @@ impl<T> Expired<T> {
         self.entry.data
     }
 
-    /// The deadline the item had, rounded up to the queue's 125 µs tick
-    /// (down to the tick that had begun, for an item already due when it
-    /// went in).
+    /// The deadline the item had, rounded up to the millisecond (down to
+    /// the millisecond that had begun, for an item already due when it went
+    /// in; and, as tokio-util's, no earlier than where the queue's wheel
+    /// stood then).
     ///
     /// # Examples
     ///
@@ -219,6 +221,12 @@ impl<T> DelayQueue<T> {
     }
 
     /// An empty queue with room for `capacity` items.
+    ///
+    /// # Panics
+    ///
+    /// As [`reserve`](Self::reserve): past `u32::MAX - 3` items; an
+    /// allocation that fails aborts the process, as `Vec::with_capacity`'s
+    /// does (at once where the room could never be had).
     ///
     /// # Examples
     ///
@@ -343,9 +351,10 @@ impl<T> DelayQueue<T> {
         self.queue.peek()
     }
 
-    /// The deadline of the item `key` names, rounded up to the queue's
-    /// 125 µs tick. An item that never comes out (its deadline too far to
-    /// represent) reports an instant millions of years out.
+    /// The deadline of the item `key` names, rounded up to the millisecond
+    /// (see [`Expired::deadline`]). An item that never comes out (its
+    /// deadline too far to represent) reports an instant millions of years
+    /// out.
     ///
     /// # Panics
     ///
@@ -515,6 +524,6 @@ impl QueueAlarm for Delay {
     }
 
     fn poll_alarm(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        std::future::Future::poll(Pin::new(self), cx)
+        self.poll_timer(cx)
     }
 }

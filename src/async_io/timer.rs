@@ -493,7 +493,7 @@ impl Stream for Timer {
         };
         // The driver fires an entry at or after its instant, never before:
         // ready, the clock has reached `when`.
-        ready!(Pin::new(&mut *delay).poll(cx));
+        ready!(delay.poll_timer(cx));
         match when.checked_add(this.period) {
             Some(next) => {
                 this.when = Some(next);
@@ -503,7 +503,7 @@ impl Stream for Timer {
                 // the next poll still wakes the task. Ready here (the next
                 // instant has passed too, after a stall) leaves the entry
                 // fired, and the next poll yields it at once: the catch-up.
-                let _ = Pin::new(delay).poll(cx);
+                let _ = delay.poll_timer(cx);
             }
             None => this.when = None,
         }

@@ -107,10 +107,15 @@ pub(crate) struct Clock {
     /// Follows the runtime timer's millisecond (see above): the runtime's
     /// time is paused, as last seen. Only ever set with `on_tokio_grid`.
     follows_tokio_ms: AtomicBool,
+    /// The runtime whose clock a timer driven by one reads (see
+    /// [`now`](Self::now)): the one it was built in.
+    #[cfg(feature = "tokio")]
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Clock {
-    /// A clock that starts now, by `source`.
+    /// A clock that starts now, by `source` (for tokio's, the current
+    /// runtime's).
     pub(crate) fn new(source: Source, tick_us: u64) -> Clock {
         Clock {
             source,
@@ -119,6 +124,12 @@ impl Clock {
             #[cfg(feature = "tokio")]
             on_tokio_grid: false,
             follows_tokio_ms: AtomicBool::new(false),
+            #[cfg(feature = "tokio")]
+            runtime: match source {
+                Source::Tokio => tokio::runtime::Handle::try_current().ok(),
+                #[cfg(feature = "thread")]
+                Source::Std => None,
+            },
         }
     }
 
@@ -133,6 +144,7 @@ impl Clock {
             tick_us,
             on_tokio_grid: true,
             follows_tokio_ms: AtomicBool::new(true),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -173,10 +185,52 @@ impl Clock {
         }
     }
 
-    /// The time by the clock.
+    /// The time by the clock: for a timer driven by a runtime, by that
+    /// runtime's clock (paused or not) wherever the caller is (see
+    /// [`runtime_now`](Self::runtime_now)).
     #[inline]
     pub(crate) fn now(&self) -> Instant {
-        self.source.now()
+        match self.source {
+            #[cfg(feature = "tokio")]
+            Source::Tokio => self.runtime_now(),
+            #[cfg(feature = "thread")]
+            Source::Std => Instant::now(),
+        }
+    }
+
+    /// tokio's clock as the timer's runtime reads it. Outside that
+    /// runtime's context tokio's clock is std's, which a paused runtime's
+    /// is not: a sleep made there (`rt.block_on(timer.sleep(d))`, a plain
+    /// thread) took its deadline from std's clock and completed early by
+    /// the runtime's (issue 56). In a task, the clock of the task's
+    /// runtime, as tokio reads it (a thread-local look-up more); elsewhere
+    /// (a `block_on`'s future, a plain thread, the runtime's own timer
+    /// processing), the timer's runtime's, through its context.
+    #[cfg(feature = "tokio")]
+    #[inline]
+    fn runtime_now(&self) -> Instant {
+        if tokio::task::try_id().is_some() {
+            return tokio::time::Instant::now().into_std();
+        }
+        self.runtime_now_outside_a_task()
+    }
+
+    /// [`runtime_now`](Self::runtime_now) outside a task: in the timer's
+    /// runtime's context, entered where the caller is not in it (an `Arc`
+    /// count up and down to look, and again to enter). Where tokio's
+    /// thread-local context is gone (a thread's exit), std's clock, as
+    /// tokio's own reading gives there, rather than `Handle::enter`'s panic.
+    #[cfg(feature = "tokio")]
+    #[inline(never)]
+    fn runtime_now_outside_a_task(&self) -> Instant {
+        use tokio::runtime::Handle;
+        let enter = match (Handle::try_current(), &self.runtime) {
+            (Ok(current), Some(ours)) => current.id() != ours.id(),
+            (Err(err), Some(_)) => err.is_missing_context(),
+            (_, None) => false,
+        };
+        let _entered = self.runtime.as_ref().filter(|_| enter).map(Handle::enter);
+        tokio::time::Instant::now().into_std()
     }
 
     /// Which clock it reads.

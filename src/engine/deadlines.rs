@@ -6,12 +6,13 @@
 //! tick with one), so they live at addresses that never move. Below
 //! `shard.rs`: it imports only the wheel and the clock's millisecond.
 
+use std::collections::TryReserveError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::task::Waker;
 
 use crate::engine::clock::{on_grid, RUNTIME_MS_US};
-use crate::wheel::dir::{boxed_array, NEAR_SHIFT};
+use crate::wheel::dir::{boxed_array, try_boxed_array, try_boxed_slice, NEAR_SHIFT};
 use crate::wheel::raw::{Due, Key};
 use crate::wheel::store::{self, Place};
 
@@ -161,6 +162,20 @@ pub(crate) struct Deadlines {
     far: [OnceLock<Box<Group>>; GROUPS - 1],
 }
 
+/// The value of `lock`, made by `make` if it has none; the error where
+/// that fails. (A value made beside another thread's is dropped: the
+/// reservation runs before the timer is shared.)
+fn try_init<T>(
+    lock: &OnceLock<T>,
+    make: impl FnOnce() -> Result<T, TryReserveError>,
+) -> Result<&T, TryReserveError> {
+    if let Some(value) = lock.get() {
+        return Ok(value);
+    }
+    let value = make()?;
+    Ok(lock.get_or_init(|| value))
+}
+
 #[cold]
 #[track_caller]
 fn unallocated(key: Key) -> ! {
@@ -222,19 +237,36 @@ impl Deadlines {
     }
 
     /// Allocates the words of the keys below `keys` up front (see
-    /// [`Builder::capacity`](crate::Builder::capacity)), page by page.
-    pub(crate) fn reserve(&self, keys: usize) {
+    /// [`Builder::capacity`](crate::Builder::capacity)), page by page;
+    /// the error where an allocation fails (the pages allocated before it
+    /// stay).
+    pub(crate) fn try_reserve(&self, keys: usize) -> Result<(), TryReserveError> {
+        let zeros = || AtomicU64::new(0);
         let mut key = 0;
         while key < keys {
             let Ok(k) = u32::try_from(key) else {
-                return;
+                return Ok(());
             };
-            self.slot_or_grow(k);
             key += match store::locate(k, WORDS_SHIFT) {
-                Place::Small(page, _) => store::small_len(page),
-                Place::Big(..) => WORDS,
+                Place::Small(page, _) => {
+                    let len = store::small_len(page);
+                    try_init(&self.small[page], || try_boxed_slice(len, zeros))?;
+                    len
+                }
+                Place::Big(n, _) => {
+                    let (group, chunk, page) = split(n);
+                    let chunks = if group == 0 {
+                        &self.near
+                    } else {
+                        &**try_init(&self.far[group - 1], || try_boxed_array(OnceLock::new))?
+                    };
+                    let pages = try_init(&chunks[chunk], || try_boxed_array(OnceLock::new))?;
+                    try_init(&pages[page], || try_boxed_array(zeros))?;
+                    WORDS
+                }
             };
         }
+        Ok(())
     }
 
     /// The word of `key`, whose page an insert allocated. Not inlined: a

@@ -25,7 +25,9 @@
 //! child: it fired sleeps at once as cancelled and its `stop` woke
 //! nothing). The one case that leaves undecided, a child forked into a new
 //! pid namespace with its parent's id, by a process that has lost `/proc`,
-//! is decided by the witness below where there is one.
+//! is decided by the witness below where there is one: `Delay`'s default
+//! timers ask it of every timer found under the caller's word, so that
+//! such a child starts one of its own (see [`Process::current_read`]).
 //!
 //! On Linux with the feature `thread`, an [`Origin`] also has a
 //! [`Witness`]: a `memfd` its process holds a record lock on. Record locks
@@ -99,16 +101,30 @@ impl Process {
     /// now, the one this process last read (a process that lost `/proc`
     /// stays the process it was), or unknown (0).
     pub(crate) fn current() -> Process {
+        Process::current_read().0
+    }
+
+    /// [`current`](Self::current), and whether its namespace was read
+    /// now. Where it was not, the word may be an ancestor's too: a child
+    /// forked into a new pid namespace, where it is pid 1, by a pid 1 that
+    /// has lost `/proc` takes its parent's last reading (only the witness
+    /// of a timer tells the two apart, see [`Origin::is_current`]).
+    #[cfg_attr(not(feature = "thread"), allow(dead_code))]
+    pub(crate) fn current_read() -> (Process, bool) {
         let pid = std::process::id();
-        let namespace = pid_namespace().unwrap_or_else(|| {
-            let last = LAST_READ.load(Ordering::Relaxed);
-            if last as u32 == pid {
-                (last >> 32) as u32
-            } else {
-                0
+        let (namespace, read) = match pid_namespace() {
+            Some(namespace) => (namespace, true),
+            None => {
+                let last = LAST_READ.load(Ordering::Relaxed);
+                let namespace = if last as u32 == pid {
+                    (last >> 32) as u32
+                } else {
+                    0
+                };
+                (namespace, false)
             }
-        });
-        Process::new(pid, namespace)
+        };
+        (Process::new(pid, namespace), read)
     }
 
     fn new(pid: u32, namespace: u32) -> Process {

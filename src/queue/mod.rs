@@ -5,10 +5,17 @@
 //! executor-free [`async_io::DelayQueue`](crate::async_io::DelayQueue)
 //! (std's clock, the thread driver).
 //!
-//! The queue is a [`Wheel`] of 125 µs ticks that its one owner turns as it
-//! polls, and one [`QueueAlarm`] armed at the earliest tick: the seam where the
-//! two faces differ. Everything else (the tick maths, the wake-ups, the
-//! keys) lives here once. It imports only the wheel.
+//! The queue is tokio-util's: its wheel ([`Levels`], in milliseconds from
+//! the queue's start) and its `DelayQueue`'s steps around it, kept step for
+//! step (`tokio-util/src/time/delay_queue.rs`), so that items come out in
+//! its order (issue 56): which of the items due at one millisecond comes
+//! out first depends on where its wheel stood when each was inserted, and
+//! that on where its `Sleep` stood at each poll. Its `Sleep` is a
+//! deadline here ([`Queue::delay`]), which one [`QueueAlarm`] waits for:
+//! the seam where the two faces differ. It imports the wheel's store and
+//! keys, and the engine's clock and budget.
+
+mod levels;
 
 use std::fmt;
 use std::task::{ready, Context, Poll, Waker};
@@ -16,18 +23,8 @@ use std::time::{Duration, Instant};
 
 use crate::engine::clock::{far_future, FAR_FUTURE};
 use crate::engine::coop;
-use crate::wheel::{self, Wheel};
-
-/// The queue's tick, in nanoseconds: deadlines round up to it. It divides
-/// tokio's millisecond, so a deadline on whole milliseconds stays exact, and
-/// the rounding adds at most an eighth of tokio's own resolution.
-const TICK_NS: u32 = 125_000;
-const TICKS_PER_SEC: u64 = 1_000_000_000 / TICK_NS as u64;
-/// 1024 buckets of 125 µs: one turn of the wheel is 128 ms, and its round
-/// ring of 1024 slots spans 131 s, so most deadlines are never looked at
-/// before they come due (later ones once per 131 s). 8 KiB of list heads.
-const BUCKETS: usize = 1024;
-const RING: usize = 1024;
+use crate::wheel;
+use levels::Levels;
 
 /// What a queue face supplies: its clock, and one alarm that wakes the
 /// owning task at an instant of that clock.
@@ -93,44 +90,42 @@ impl fmt::Debug for Key {
 /// An item taken out of the queue, as both faces' `Expired` hold it.
 pub(crate) struct Entry<T> {
     pub(crate) data: T,
-    /// The queue's start and the item's tick: the deadline, computed only
-    /// when asked for.
+    /// The queue's start and the item's millisecond: the deadline,
+    /// computed only when asked for.
     start: Instant,
-    tick: u64,
+    ms: u64,
     pub(crate) key: Key,
 }
 
 impl<T> Entry<T> {
-    /// The deadline the item had, rounded up to the queue's 125 µs tick.
+    /// The deadline the item had, rounded up to the millisecond.
     pub(crate) fn deadline(&self) -> Instant {
-        instant_of(self.start, self.tick)
+        instant_of(self.start, self.ms)
     }
 }
 
-/// Whole ticks to cover `d`, rounded up (saturating: never).
+/// `d` in whole milliseconds, rounded up (saturating).
 #[inline]
-fn ceil_ticks(d: Duration) -> u64 {
-    let part = d.subsec_nanos().div_ceil(TICK_NS);
+fn ms_up(d: Duration) -> u64 {
+    let part = d.subsec_nanos().div_ceil(1_000_000);
     d.as_secs()
-        .saturating_mul(TICKS_PER_SEC)
+        .saturating_mul(1_000)
         .saturating_add(u64::from(part))
 }
 
-/// Whole ticks in `d`, rounded down.
+/// `d` in whole milliseconds, rounded down (saturating).
 #[inline]
-fn floor_ticks(d: Duration) -> u64 {
-    let part = d.subsec_nanos() / TICK_NS;
+fn ms_down(d: Duration) -> u64 {
     d.as_secs()
-        .saturating_mul(TICKS_PER_SEC)
-        .saturating_add(u64::from(part))
+        .saturating_mul(1_000)
+        .saturating_add(u64::from(d.subsec_millis()))
 }
 
-/// The instant tick `tick` after `start` begins.
-fn instant_of(start: Instant, tick: u64) -> Instant {
-    let nanos = (tick % TICKS_PER_SEC) as u32 * TICK_NS;
-    let since = Duration::new(tick / TICKS_PER_SEC, nanos);
+/// The instant millisecond `ms` after `start` begins; past what an
+/// `Instant` holds, the far future.
+fn instant_of(start: Instant, ms: u64) -> Instant {
     start
-        .checked_add(since)
+        .checked_add(Duration::from_millis(ms))
         .unwrap_or_else(|| far_future(start))
 }
 
@@ -143,29 +138,39 @@ fn stale(method: &str) -> ! {
 }
 
 /// The queue: one owner (`&mut self`), no lock, no `Arc`, no driver task;
-/// it wakes its task through one [`QueueAlarm`] armed at its next deadline.
+/// it wakes its task through one [`QueueAlarm`], armed at its `delay`.
 pub(crate) struct Queue<T, A> {
-    wheel: Wheel<T>,
-    /// Tick 0 begins here.
+    levels: Levels<T>,
+    /// Millisecond 0 begins here.
     start: Instant,
-    /// The last tick seen begun on the clock: everything at or before it is
-    /// due, so polling up to it needs no clock read.
-    now: u64,
-    /// The alarm, armed at `armed`; made on the first poll that needs it.
+    /// tokio-util's `delay`, the deadline of its `Sleep`: the millisecond
+    /// its poll waits for before it moves its wheel on (`None`: nothing in
+    /// the wheel).
+    delay: Option<u64>,
+    /// tokio-util's `wheel_now`: where its last `Sleep` that came due was
+    /// set, which its poll moves the wheel up to.
+    wheel_now: u64,
+    /// The last millisecond seen begun on the clock: a `delay` at or
+    /// before it has come, with no clock read.
+    seen: u64,
+    /// The alarm, armed at `armed`; made on the first poll that waits.
     alarm: Option<A>,
-    /// The tick `alarm` is armed at; `u64::MAX` while nothing is armed.
+    /// The millisecond `alarm` is armed at; `u64::MAX` while nothing is.
     armed: u64,
-    /// The task that polled last: woken when an item is inserted or reset
-    /// before `armed`, or when the last item leaves.
+    /// The task that polled last: woken as tokio-util's is, when an item
+    /// is inserted before `delay`, reset to a time already past, or the
+    /// last item leaves; and when `delay` moves before `armed`.
     waker: Option<Waker>,
 }
 
 impl<T, A: QueueAlarm> Queue<T, A> {
     pub(crate) fn new() -> Queue<T, A> {
         Queue {
-            wheel: Wheel::with_shape(BUCKETS, RING),
+            levels: Levels::new(),
             start: A::now(),
-            now: 0,
+            delay: None,
+            wheel_now: 0,
+            seen: 0,
             alarm: None,
             armed: u64::MAX,
             waker: None,
@@ -174,20 +179,35 @@ impl<T, A: QueueAlarm> Queue<T, A> {
 
     #[track_caller]
     pub(crate) fn insert_at(&mut self, value: T, when: Instant) -> Key {
-        let tick = self.tick_of(when);
-        self.insert_tick(value, tick)
+        let when = self.normalize(when);
+        self.insert_ms(value, when)
     }
 
+    /// `timeout` from now, capped at about 30 years, as `Timer::sleep`'s
+    /// (tokio's "far future"; tokio-util's panics past about two).
     #[track_caller]
     pub(crate) fn insert(&mut self, value: T, timeout: Duration) -> Key {
-        let tick = self.tick_after(timeout);
-        self.insert_tick(value, tick)
+        let when = self.after(timeout);
+        self.insert_ms(value, when)
     }
 
+    /// tokio-util's `insert_at`: the item goes into the wheel, and where
+    /// it is due before `delay`, `delay` moves to it and the task is woken.
     #[track_caller]
-    fn insert_tick(&mut self, value: T, tick: u64) -> Key {
-        let key = self.wheel.insert(tick, value);
-        self.wake_if_before(tick);
+    fn insert_ms(&mut self, value: T, when: u64) -> Key {
+        let key = self.levels.insert(when, value);
+        if when - self.levels.elapsed() > levels::REACH {
+            // A far item, not tokio-util's (it panics): `delay` waits for
+            // the wheel to reach it.
+            let next = self.levels.poll_at();
+            self.set_delay(next);
+        } else if self
+            .delay
+            .map_or(true, |delay| delay.max(self.levels.elapsed()) > when)
+        {
+            self.wake();
+            self.delay = Some(when);
+        }
         Key(key)
     }
 
@@ -199,14 +219,6 @@ impl<T, A: QueueAlarm> Queue<T, A> {
     #[inline]
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Entry<T>>> {
         let coop = ready!(coop::poll_proceed(cx));
-        let poll = self.poll_due(cx);
-        if let Poll::Ready(Some(_)) = poll {
-            coop.made_progress();
-        }
-        poll
-    }
-
-    fn poll_due(&mut self, cx: &mut Context<'_>) -> Poll<Option<Entry<T>>> {
         if !self
             .waker
             .as_ref()
@@ -214,41 +226,68 @@ impl<T, A: QueueAlarm> Queue<T, A> {
         {
             self.waker = Some(cx.waker().clone());
         }
+        let poll = self.poll_due(cx).map(|item| item.map(|item| self.entry(item)));
+        if let Poll::Ready(Some(_)) = poll {
+            coop.made_progress();
+        }
+        poll
+    }
+
+    /// tokio-util's `poll_idx`: the stack of due items first; then, each
+    /// time its `delay` has come, the wheel moved up to it, and `delay`
+    /// set to where the wheel has work next.
+    fn poll_due(&mut self, cx: &mut Context<'_>) -> Poll<Option<(wheel::Key, u64, T)>> {
+        if let Some(item) = self.levels.pop_due() {
+            return Poll::Ready(Some(item));
+        }
         loop {
-            if let Some(expired) = self.wheel.poll(self.now) {
-                return Poll::Ready(Some(self.entry(expired)));
+            if let Some(delay) = self.delay {
+                if !self.has_come(delay, cx) {
+                    return Poll::Pending;
+                }
+                self.wheel_now = delay;
             }
-            if self.wheel.is_empty() {
-                self.armed = u64::MAX;
+            let item = self.levels.poll(self.wheel_now.max(self.levels.elapsed()));
+            self.delay = self.levels.poll_at();
+            if item.is_some() {
+                return Poll::Ready(item);
+            }
+            if self.delay.is_none() {
                 return Poll::Ready(None);
             }
-            // Nothing due by the last clock read: read it again.
-            let now = self.now_tick();
-            if now > self.now {
-                self.now = now;
-                continue;
-            }
-            let Some(next) = self.wheel.next_tick() else {
-                // Only items that never come out: inserts and resets wake.
-                self.armed = u64::MAX;
-                return Poll::Pending;
-            };
-            if self.arm(next).poll_alarm(cx).is_pending() {
-                return Poll::Pending;
-            }
-            // The alarm fired, so the clock has reached `next`.
-            let now = self.now_tick();
-            if now <= self.now {
-                // Not with either clock; but never spin here.
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            self.now = now;
         }
     }
 
+    /// Whether the clock has reached millisecond `ms`; if not, the alarm
+    /// is armed at it, polled with `cx`, and the task woken when it comes.
+    fn has_come(&mut self, ms: u64, cx: &mut Context<'_>) -> bool {
+        if ms <= self.seen {
+            return true;
+        }
+        self.seen = self.now_ms();
+        if ms <= self.seen {
+            return true;
+        }
+        if self.arm(ms).poll_alarm(cx).is_pending() {
+            return false;
+        }
+        // The alarm rang: the clock has reached `ms`.
+        self.seen = self.now_ms();
+        if ms <= self.seen {
+            return true;
+        }
+        // Not with either clock; but never spin here.
+        cx.waker().wake_by_ref();
+        false
+    }
+
+    /// The last millisecond that has begun by the clock.
+    fn now_ms(&self) -> u64 {
+        ms_down(A::now().saturating_duration_since(self.start))
+    }
+
     pub(crate) fn peek(&self) -> Option<Key> {
-        self.wheel.peek().map(Key)
+        self.levels.peek().map(Key)
     }
 
     #[track_caller]
@@ -260,9 +299,9 @@ impl<T, A: QueueAlarm> Queue<T, A> {
     }
 
     pub(crate) fn try_deadline(&self, key: &Key) -> Option<Instant> {
-        self.wheel
-            .tick(key.0)
-            .map(|tick| instant_of(self.start, tick))
+        self.levels
+            .when(key.0)
+            .map(|ms| instant_of(self.start, ms))
     }
 
     #[track_caller]
@@ -273,38 +312,70 @@ impl<T, A: QueueAlarm> Queue<T, A> {
         }
     }
 
+    /// tokio-util's `remove`: where the item's leaving changes where the
+    /// wheel has work next, `delay` moves there; the last item's leaving
+    /// wakes the task (the stream ends).
     pub(crate) fn try_remove(&mut self, key: &Key) -> Option<Entry<T>> {
-        let expired = self.wheel.remove_entry(key.0)?;
-        if self.wheel.is_empty() {
-            // A task waiting on the stream sees it end.
+        let before = self.levels.poll_at();
+        let removed = self.levels.remove(key.0)?;
+        let after = self.levels.poll_at();
+        if before != after {
+            self.set_delay(after);
+        }
+        if self.levels.is_empty() {
             self.wake();
         }
-        Some(self.entry(expired))
+        Some(self.entry(removed))
     }
 
     #[track_caller]
     pub(crate) fn reset_at(&mut self, key: &Key, when: Instant) {
-        let tick = self.tick_of(when);
-        self.reset_tick(key, tick, "reset_at");
+        let when = self.normalize(when);
+        self.reset_ms(key, when, "reset_at");
     }
 
     #[track_caller]
     pub(crate) fn reset(&mut self, key: &Key, timeout: Duration) {
-        let tick = self.tick_after(timeout);
-        self.reset_tick(key, tick, "reset");
+        let when = self.after(timeout);
+        self.reset_ms(key, when, "reset");
     }
 
+    /// tokio-util's `reset_at`: the item filed again, `delay` set to where
+    /// the wheel has work next, and the task woken if the item is due.
     #[track_caller]
-    fn reset_tick(&mut self, key: &Key, tick: u64, method: &str) {
-        if !self.wheel.reset(key.0, tick) {
-            stale(method);
+    fn reset_ms(&mut self, key: &Key, when: u64, method: &str) {
+        let Some(due) = self.levels.reset(key.0, when) else {
+            stale(method)
+        };
+        let next = self.levels.poll_at();
+        self.set_delay(next);
+        if due {
+            self.wake();
         }
-        self.wake_if_before(tick);
+    }
+
+    /// Sets `delay`, waking the task where that is before the alarm (as
+    /// tokio-util's `Sleep::reset` moves its wake-up earlier).
+    fn set_delay(&mut self, delay: Option<u64>) {
+        self.delay = delay;
+        if let Some(delay) = delay {
+            self.wake_if_before(delay);
+        }
+    }
+
+    /// Wakes the task if millisecond `ms` is before the alarm, which the
+    /// next poll then arms there.
+    fn wake_if_before(&mut self, ms: u64) {
+        if ms < self.armed {
+            self.armed = u64::MAX;
+            self.wake();
+        }
     }
 
     pub(crate) fn clear(&mut self) {
-        let had_items = !self.wheel.is_empty();
-        self.wheel.clear();
+        let had_items = !self.levels.is_empty();
+        self.levels.clear();
+        self.delay = None;
         self.armed = u64::MAX;
         if had_items {
             self.wake();
@@ -312,84 +383,80 @@ impl<T, A: QueueAlarm> Queue<T, A> {
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.wheel.capacity()
+        self.levels.capacity()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.wheel.len()
+        self.levels.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.wheel.is_empty()
+        self.levels.is_empty()
     }
 
     #[track_caller]
     pub(crate) fn reserve(&mut self, additional: usize) {
-        self.wheel.reserve(additional);
+        assert!(
+            self.len().saturating_add(additional) <= wheel::raw::MAX_ENTRIES,
+            "hashwheel: a DelayQueue cannot hold more than {} items",
+            wheel::raw::MAX_ENTRIES
+        );
+        self.levels.reserve(additional);
     }
 
     pub(crate) fn shrink_to_fit(&mut self) {
-        self.wheel.shrink_to_fit();
+        self.levels.shrink_to_fit();
     }
 
     pub(crate) fn compact(&mut self) {
-        self.wheel.compact();
+        self.levels.compact();
     }
 
-    /// The first tick at or after `when`.
-    fn tick_of(&self, when: Instant) -> u64 {
-        let tick = match when.checked_duration_since(self.start) {
-            Some(since) => ceil_ticks(since),
+    /// [`normalize`](Self::normalize) of `timeout` from now (one clock
+    /// read).
+    fn after(&mut self, timeout: Duration) -> u64 {
+        let since = A::now().saturating_duration_since(self.start);
+        self.seen = self.seen.max(ms_down(since));
+        let ms = if timeout.is_zero() {
+            ms_down(since)
+        } else {
+            ms_up(since.saturating_add(timeout.min(FAR_FUTURE)))
+        };
+        ms.max(self.levels.elapsed())
+    }
+
+    /// tokio-util's `normalize_deadline`: `when` in milliseconds from the
+    /// start, rounded up, and no earlier than the wheel has processed. One
+    /// thing more: a deadline that has passed (a zero delay included) is
+    /// due in the millisecond that has begun, where tokio-util rounds it up
+    /// to the next (they agree on the millisecond grid): it comes out on
+    /// the next poll, with no alarm (and outside a runtime: issue 43).
+    fn normalize(&mut self, when: Instant) -> u64 {
+        let mut ms = match when.checked_duration_since(self.start) {
+            Some(since) => ms_up(since),
             None => 0,
         };
-        if tick <= self.now {
-            // Due by the last clock reading already.
-            return tick;
+        if ms > self.seen {
+            let now = A::now();
+            if when <= now {
+                self.seen = ms_down(now.saturating_duration_since(self.start));
+                ms = ms.min(self.seen);
+            }
         }
-        let now = A::now();
-        if when <= now {
-            // Due now, if within the tick that has begun: it comes out at
-            // once, not at the tick's end.
-            return tick.min(floor_ticks(now.saturating_duration_since(self.start)));
-        }
-        tick
+        ms.max(self.levels.elapsed())
     }
 
-    /// The first tick at or after `timeout` from now, the delay capped at
-    /// about 30 years, as `Timer::sleep`'s (tokio's "far future"); the tick
-    /// that has begun for a zero delay, so that the item comes out at once
-    /// (tokio-util's promise).
-    fn tick_after(&self, timeout: Duration) -> u64 {
-        let since = A::now().saturating_duration_since(self.start);
-        if timeout.is_zero() {
-            return floor_ticks(since);
-        }
-        ceil_ticks(since + timeout.min(FAR_FUTURE))
-    }
-
-    /// The last tick that has begun by the clock.
-    fn now_tick(&self) -> u64 {
-        floor_ticks(A::now().saturating_duration_since(self.start))
-    }
-
-    /// The alarm, armed at `tick`.
-    fn arm(&mut self, tick: u64) -> &mut A {
-        let moved = std::mem::replace(&mut self.armed, tick) != tick;
+    /// The alarm, armed at millisecond `ms`.
+    fn arm(&mut self, ms: u64) -> &mut A {
+        let moved = std::mem::replace(&mut self.armed, ms) != ms;
         match self.alarm {
             Some(ref mut alarm) => {
                 if moved {
-                    alarm.reset(instant_of(self.start, tick));
+                    alarm.reset(instant_of(self.start, ms));
                 }
                 alarm
             }
-            None => self.alarm.insert(A::armed_at(instant_of(self.start, tick))),
-        }
-    }
-
-    #[inline]
-    fn wake_if_before(&mut self, tick: u64) {
-        if tick < self.armed && self.waker.is_some() {
-            self.wake();
+            None => self.alarm.insert(A::armed_at(instant_of(self.start, ms))),
         }
     }
 
@@ -399,12 +466,12 @@ impl<T, A: QueueAlarm> Queue<T, A> {
         }
     }
 
-    fn entry(&self, expired: wheel::Expired<T>) -> Entry<T> {
+    fn entry(&self, (key, ms, data): (wheel::Key, u64, T)) -> Entry<T> {
         Entry {
             start: self.start,
-            tick: expired.tick,
-            key: Key(expired.key),
-            data: expired.value,
+            ms,
+            key: Key(key),
+            data,
         }
     }
 }
@@ -490,8 +557,10 @@ macro_rules! delay_queue_common {
             ///
             /// # Panics
             ///
-            /// If the queue would hold more than `u32::MAX - 3` items, or the
-            /// allocation fails.
+            /// If the queue would hold more than `u32::MAX - 3` items. An
+            /// allocation that fails aborts the process, as `Vec::reserve`'s
+            /// does (at once where the room could never be had: it is asked
+            /// for in one allocation first).
             ///
             /// # Examples
             ///
@@ -595,31 +664,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ticks_round_deadlines_up_and_the_clock_down() {
+    fn milliseconds_round_as_tokio_utils() {
         let d = |s, n| Duration::new(s, n);
-        assert_eq!(ceil_ticks(d(0, 0)), 0);
-        assert_eq!(ceil_ticks(d(0, 1)), 1);
-        assert_eq!(ceil_ticks(d(0, 125_000)), 1);
-        assert_eq!(ceil_ticks(d(0, 125_001)), 2);
-        assert_eq!(ceil_ticks(d(1, 999_999_999)), 16_000);
-        assert_eq!(ceil_ticks(Duration::MAX), u64::MAX);
-        assert_eq!(floor_ticks(d(0, 124_999)), 0);
-        assert_eq!(floor_ticks(d(2, 250_000)), 16_002);
-        assert_eq!(floor_ticks(Duration::MAX), u64::MAX);
-        for ns in [
-            0u64,
-            1,
-            124_999,
-            125_000,
-            999_999_999,
-            1_000_000_001,
-            5 << 40,
-        ] {
-            let d = Duration::from_nanos(ns);
-            let (c, f) = (ceil_ticks(d), floor_ticks(d));
-            assert!(u128::from(c) * 125_000 >= d.as_nanos(), "ceil below {ns}");
-            assert!(u128::from(f) * 125_000 <= d.as_nanos(), "floor above {ns}");
-            assert!(c - f <= 1);
-        }
+        assert_eq!(ms_up(d(0, 0)), 0);
+        assert_eq!(ms_up(d(0, 1)), 1);
+        assert_eq!(ms_up(d(0, 1_000_000)), 1);
+        assert_eq!(ms_up(d(0, 1_000_001)), 2);
+        assert_eq!(ms_up(d(1, 999_999_999)), 2_000);
+        assert_eq!(ms_up(Duration::MAX), u64::MAX);
+        assert_eq!(ms_down(d(0, 999_999)), 0);
+        assert_eq!(ms_down(d(2, 1_000_000)), 2_001);
+        assert_eq!(ms_down(Duration::MAX), u64::MAX);
     }
 }

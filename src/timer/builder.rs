@@ -128,7 +128,26 @@ struct Plan {
     shards: usize,
     /// Entries reserved on each shard ([`Builder::capacity`]).
     per_shard: usize,
+    /// What they take, all shards together ([`TIMEOUT_BYTES`] each).
+    reserve_bytes: usize,
+    /// The capacity asked for, for the message of a reservation that fails.
+    capacity: usize,
     max_pending: Option<usize>,
+}
+
+/// The bytes a timeout reserved by [`Builder::capacity`] takes: its entry
+/// in its shard's store and its deadline word (and a pointer of the
+/// store's directory per 256 of them, left out).
+const TIMEOUT_BYTES: usize =
+    crate::wheel::raw::Wheel::<Option<std::task::Waker>>::entry_bytes() + std::mem::size_of::<u64>();
+
+/// `bytes` for a person: in GiB, MiB or KiB, one decimal.
+fn human_bytes(bytes: usize) -> String {
+    let units = [(30, "GiB"), (20, "MiB"), (10, "KiB")];
+    match units.iter().find(|(shift, _)| bytes >> shift != 0) {
+        Some(&(shift, unit)) => format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64),
+        None => format!("{bytes} bytes"),
+    }
 }
 
 impl Plan {
@@ -220,13 +239,43 @@ impl Plan {
             ring,
             shards,
             per_shard,
+            reserve_bytes: per_shard
+                .saturating_mul(shards)
+                .saturating_mul(TIMEOUT_BYTES),
+            capacity: builder.capacity,
             max_pending: builder.max_pending,
         })
     }
 
+    /// The error of a [`Builder::capacity`] that could not be reserved.
+    fn out_of_memory(&self) -> Error {
+        Error::out_of_memory(format!(
+            "Builder::capacity({}) reserves {} timeouts on each of {} shard(s) at build, \
+             {} ({TIMEOUT_BYTES} bytes a timeout), and the allocation failed: reserve \
+             less, or leave capacity unset and let the storage grow as timeouts come",
+            self.capacity,
+            self.per_shard,
+            self.shards,
+            human_bytes(self.reserve_bytes),
+        ))
+    }
+
     /// The shared state of a timer with `alarm`, with the room
-    /// [`Builder::capacity`] asked for reserved on every shard.
-    fn shared(&self, alarm: Alarm, origin: Arc<Origin>) -> Arc<Shared> {
+    /// [`Builder::capacity`] asked for reserved on every shard; the error
+    /// where that room cannot be allocated (nothing of it is kept).
+    fn shared(&self, alarm: Alarm, origin: Arc<Origin>) -> Result<Arc<Shared>, Error> {
+        // All of it in one allocation first, never touched and given back
+        // at once: past the address space (a `ulimit -v`), or past what
+        // the system would ever give (Linux refuses an obvious overcommit),
+        // it fails here, at once, where page by page the process would
+        // fill memory until an allocation failed (and aborted it) or the
+        // system killed it.
+        if self.reserve_bytes > 0 {
+            let mut probe: Vec<u8> = Vec::new();
+            probe
+                .try_reserve_exact(self.reserve_bytes)
+                .map_err(|_| self.out_of_memory())?;
+        }
         let shared = Shared::new(
             self.tick,
             self.tick_us,
@@ -239,11 +288,15 @@ impl Plan {
         );
         if self.per_shard > 0 {
             for shard in shared.shards.iter() {
-                shard.lock().wheel.reserve(self.per_shard);
-                shard.deadlines.reserve(self.per_shard);
+                // Page by page, each allocation checked: the one that fails
+                // drops the timer, and all it reserved, with the error.
+                let reserved = shard.lock().wheel.try_reserve(self.per_shard);
+                reserved
+                    .and_then(|()| shard.deadlines.try_reserve(self.per_shard))
+                    .map_err(|_| self.out_of_memory())?;
             }
         }
-        shared
+        Ok(shared)
     }
 }
 
@@ -456,13 +509,23 @@ impl Builder {
     /// what is not in use, reserved or not. Intervals and scheduled tasks
     /// take a little more, allocated as they come.
     ///
+    /// [`build`](Builder::build) allocates what it reserves, 40 bytes a
+    /// timeout, and fills it (a timeout's storage is filled as it is
+    /// allocated): the memory is the process's from then on, as a
+    /// `Vec::with_capacity` that was written to.
+    ///
     /// # Errors
     ///
     /// A shard holds at most `u32::MAX - 3` (4,294,967,292) timeouts:
     /// [`build`](Builder::build) fails with [`Error::is_invalid_config`] if
-    /// `timeouts.div_ceil(shards)` is more than that, and reserves up to
-    /// exactly that (about 40 bytes per timeout; an allocation that fails
-    /// aborts, as `Vec::with_capacity`'s does).
+    /// `timeouts.div_ceil(shards)` is more than that. Where the room cannot
+    /// be allocated, it fails with [`Error::is_out_of_memory`] and keeps
+    /// none of it: it first asks for all of it in one allocation, which it
+    /// never touches (beyond the address space, a `ulimit -v`, or what the
+    /// system would ever give, that fails at once), then allocates it page
+    /// by page, each allocation checked. Where the system promises memory
+    /// it does not have (Linux's overcommit), filling it may still end the
+    /// process, as filling any allocation would.
     ///
     /// # Examples
     ///
@@ -516,7 +579,13 @@ impl Builder {
     }
 
     /// The runtime whose timer turns the wheels (and that runs the driver's
-    /// guard task). Defaults to the current one.
+    /// guard task), and whose clock the timer reads. Defaults to the
+    /// current one.
+    ///
+    /// Timeouts made outside that runtime's context (before a `block_on`,
+    /// on a plain thread) take their deadlines from its clock all the same,
+    /// paused or not; one made in a task reads the clock of the task's
+    /// runtime, as a `tokio::time::Sleep` made there would.
     ///
     /// # Examples
     ///
@@ -634,7 +703,8 @@ impl Builder {
     /// or more shards than fit in 64 MiB (see [`shards`](Builder::shards)),
     /// no runtime (called outside one without [`handle`][Builder::handle_link]),
     /// or a runtime without a time driver (built without `enable_time()` or
-    /// `enable_all()`).
+    /// `enable_all()`). [`Error::is_out_of_memory`] where the room
+    /// [`capacity`](Builder::capacity) asks for cannot be allocated.
     ///
     /// # Panics
     ///
@@ -699,7 +769,7 @@ impl Builder {
             plan.shared(
                 Alarm::Runtime(RuntimeAlarm::new()),
                 Arc::new(Origin::here()),
-            )
+            )?
         };
         runtime::start(&handle, &shared, executor);
         Ok(Timer { shared })
@@ -726,7 +796,7 @@ impl Builder {
         let alarm = ThreadAlarm::new(origin.clone()).map(Arc::new).map_err(|err| {
             Error::invalid_config(format!("the driver's alarm could not be created: {err}"))
         })?;
-        let shared = plan.shared(Alarm::Thread(alarm.clone()), origin);
+        let shared = plan.shared(Alarm::Thread(alarm.clone()), origin)?;
         thread::start(&shared, alarm, runner).map_err(|err| {
             Error::invalid_config(format!("the driver's thread could not be started: {err}"))
         })?;

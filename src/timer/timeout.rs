@@ -158,6 +158,21 @@ impl Timeout {
         }
     }
 
+    /// Whether the timeout completed as it was made (its deadline had
+    /// passed, see [`fired`](Self::fired)) and was not polled since: its
+    /// first poll, which this call stands for (it is polled: `is_expired`
+    /// reads `true` from here on). `Delay`'s poll asks, to be pending at
+    /// that poll as futures-timer's is.
+    #[cfg(feature = "thread")]
+    #[inline]
+    pub(crate) fn take_first_poll_of_due(&mut self) -> bool {
+        if self.word & (KIND_MASK | UNPOLLED) == FIRED | UNPOLLED {
+            self.word &= !UNPOLLED;
+            return true;
+        }
+        false
+    }
+
     /// Its shard.
     pub(crate) fn shard(&self) -> &Arc<Shard> {
         &self.shard

@@ -22,6 +22,8 @@
 //! inline part at 2.5 KiB (the chunk pointers of group 0 and the group
 //! pointers of the rest).
 
+use std::collections::TryReserveError;
+
 /// log2 of the keys in a big page of the store (256): the directory's
 /// unit (the store's `PAGE`).
 pub(crate) const PAGE_SHIFT: u32 = 8;
@@ -68,6 +70,43 @@ pub(crate) fn boxed_array<X, const N: usize>(value: impl FnMut() -> X) -> Box<[X
     match all.try_into() {
         Ok(array) => array,
         Err(_) => unreachable!("N values"),
+    }
+}
+
+/// [`boxed_array`], or the error where the allocation fails (rather than
+/// the process's abort): reserving room up front that the system may not
+/// have ([`Builder::capacity`](crate::Builder::capacity)).
+pub(crate) fn try_boxed_array<X, const N: usize>(
+    value: impl FnMut() -> X,
+) -> Result<Box<[X; N]>, TryReserveError> {
+    let all = try_boxed_slice(N, value)?;
+    match all.try_into() {
+        Ok(array) => Ok(array),
+        Err(_) => unreachable!("N values"),
+    }
+}
+
+/// A boxed slice of `len` values made by `value`, or the error where the
+/// allocation fails. One allocation, of exactly `len` values.
+pub(crate) fn try_boxed_slice<X>(
+    len: usize,
+    value: impl FnMut() -> X,
+) -> Result<Box<[X]>, TryReserveError> {
+    let mut all = Vec::new();
+    all.try_reserve_exact(len)?;
+    all.extend(std::iter::repeat_with(value).take(len));
+    Ok(all.into_boxed_slice())
+}
+
+/// The value of `slot`, made by `make` if it has none; the error where
+/// that fails.
+fn try_fill<X, E>(slot: &mut Option<X>, make: impl FnOnce() -> Result<X, E>) -> Result<&mut X, E> {
+    if slot.is_none() {
+        *slot = Some(make()?);
+    }
+    match slot {
+        Some(value) => Ok(value),
+        None => unreachable!("filled above"),
     }
 }
 
@@ -129,6 +168,23 @@ impl<P> Dir<P> {
             &mut **self.far[group - 1].get_or_insert_with(nones)
         };
         chunks[chunk].get_or_insert_with(nones)[slot].get_or_insert_with(page)
+    }
+
+    /// [`get_or_insert_with`](Self::get_or_insert_with), or the error
+    /// where an allocation (the page's, its chunk's or its group's) fails.
+    pub(crate) fn try_get_or_insert_with(
+        &mut self,
+        n: usize,
+        page: impl FnOnce() -> Result<Box<P>, TryReserveError>,
+    ) -> Result<&mut P, TryReserveError> {
+        let (group, chunk, slot) = split(n);
+        let chunks = if group == 0 {
+            &mut self.near
+        } else {
+            &mut **try_fill(&mut self.far[group - 1], || try_boxed_array(|| None))?
+        };
+        let pages = try_fill(&mut chunks[chunk], || try_boxed_array(|| None))?;
+        Ok(&mut **try_fill(&mut pages[slot], page)?)
     }
 
     /// Keeps the pages for which `keep(n, page)` holds and gives back the

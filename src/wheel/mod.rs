@@ -97,6 +97,7 @@ mod bitset;
 pub(crate) mod dir;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod keyed_model;
+pub(crate) mod keys;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod model;
 pub(crate) mod raw;
@@ -104,10 +105,10 @@ pub(crate) mod store;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod store_model;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroU32;
-use std::sync::{Mutex, PoisonError};
+
+use keys::Keys;
 
 /// The last tick that comes due: 2^62 − 3. Entries at later ticks never
 /// come due; [`Wheel::tick`] reads them back as `u64::MAX`.
@@ -116,19 +117,6 @@ pub const MAX_TICK: u64 = raw::NEVER - 2;
 /// The default number of buckets (ticks in one turn of the wheel) and of
 /// round ring slots (turns of the wheel the ring covers).
 const DEFAULT_SLOTS: usize = 512;
-
-/// Generations are handed to wheels in blocks from one process-wide 64-bit
-/// counter: a wheel's first block is small (a queue per connection that
-/// inserts a few items uses up little), and each next one twice as large,
-/// up to this many; one lock of [`NEXT_GENERATION`] per block.
-const MAX_GENERATION_BLOCK: u64 = 1 << 12;
-const FIRST_GENERATION_BLOCK: u64 = 1 << 4;
-/// The first generation not yet handed to a wheel. A `Mutex` rather than an
-/// `AtomicU64` so that the wheel builds on targets without 64-bit atomics;
-/// it is taken once per block.
-static NEXT_GENERATION: Mutex<u64> = Mutex::new(1);
-/// Past this, the counter refuses to hand out blocks (so it never wraps).
-const LAST_GENERATION: u64 = u64::MAX - 2 * MAX_GENERATION_BLOCK;
 
 /// A hashed wheel of `T` values due at ticks, with generation-checked keys.
 ///
@@ -152,15 +140,8 @@ const LAST_GENERATION: u64 = u64::MAX - 2 * MAX_GENERATION_BLOCK;
 /// ```
 pub struct Wheel<T> {
     raw: raw::Wheel<Slot<T>>,
-    /// The next generation of this wheel's block, and the block's end.
-    next_generation: u64,
-    end_generation: u64,
-    /// The size of the next block this wheel takes.
-    block: u64,
-    /// Entries that [`compact`](Wheel::compact) moved, by generation: the
-    /// index their key names, and where they are now. Empty unless
-    /// `compact` moved something, so the common paths only test that.
-    moved: HashMap<Generation, (u32, u32)>,
+    /// Its keys' generations, and where `compact` moved their entries.
+    keys: Keys,
 }
 
 /// What the wheel stores per entry: the value and its key's generation.
@@ -174,7 +155,7 @@ struct Slot<T> {
 /// wheel's 24-byte entry. The low half is never zero, which leaves
 /// `Option<Key>` a niche.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-struct Generation {
+pub(crate) struct Generation {
     high: u32,
     low: NonZeroU32,
 }
@@ -310,10 +291,7 @@ impl<T> Wheel<T> {
         );
         Wheel {
             raw: raw::Wheel::new(buckets, ring),
-            next_generation: 0,
-            end_generation: 0,
-            block: FIRST_GENERATION_BLOCK,
-            moved: HashMap::new(),
+            keys: Keys::new(),
         }
     }
 
@@ -621,8 +599,10 @@ impl<T> Wheel<T> {
     ///
     /// # Panics
     ///
-    /// If the wheel would hold more than `u32::MAX - 3` entries, or the
-    /// allocation fails.
+    /// If the wheel would hold more than `u32::MAX - 3` entries. An
+    /// allocation that fails aborts the process, as `Vec::reserve`'s does
+    /// (at once where the room could never be had: it is asked for in one
+    /// allocation first).
     ///
     /// # Examples
     ///
@@ -659,7 +639,7 @@ impl<T> Wheel<T> {
     /// ```
     pub fn shrink_to_fit(&mut self) {
         self.raw.shrink();
-        self.moved.shrink_to_fit();
+        self.keys.shrink_to_fit();
     }
 
     /// Moves entries into free slots and gives back the rest of the store, so
@@ -681,13 +661,9 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.remove(keys[9]), Some(9));
     /// ```
     pub fn compact(&mut self) {
-        let moved = &mut self.moved;
-        self.raw.compact(|slot, from, to| {
-            moved
-                .entry(slot.generation)
-                .and_modify(|(_, at)| *at = to)
-                .or_insert((from, to));
-        });
+        let keys = &mut self.keys;
+        self.raw
+            .compact(|slot, from, to| keys.moved(slot.generation, from, to));
         self.raw.shrink();
     }
 
@@ -711,85 +687,46 @@ impl<T> Wheel<T> {
     /// assert!(wheel.poll(10).is_some());
     /// ```
     pub fn clear(&mut self) {
-        self.moved.clear();
+        self.keys.clear_moved();
         self.raw.clear();
     }
 
-    /// A generation no key of this process has had.
-    ///
-    /// # Panics
-    ///
-    /// Once the process has handed out nearly 2^64 generations (centuries
-    /// at any rate a machine can insert), rather than reuse one.
+    /// A generation no key of this process has had (see [`Keys`]).
     #[track_caller]
     fn generation(&mut self) -> Generation {
-        loop {
-            if self.next_generation == self.end_generation {
-                self.take_block();
-            }
-            let generation = self.next_generation;
-            self.next_generation += 1;
-            if let Some(generation) = Generation::new(generation) {
-                return generation;
-            }
-        }
-    }
-
-    #[cold]
-    #[track_caller]
-    fn take_block(&mut self) {
-        let mut next = NEXT_GENERATION
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let first = *next;
-        assert!(
-            first <= LAST_GENERATION,
-            "hashwheel: this process has used up its 2^64 wheel key generations"
-        );
-        *next = first + self.block;
-        drop(next);
-        self.next_generation = first;
-        self.end_generation = first + self.block;
-        self.block = (self.block * 2).min(MAX_GENERATION_BLOCK);
+        self.keys.generation()
     }
 
     /// Where the entry `key` names is, if it is in this wheel.
     fn find(&self, key: Key) -> Option<u32> {
-        if let Some(slot) = self.raw.get(key.index) {
-            if slot.generation == key.generation {
-                return Some(key.index);
-            }
-        }
-        if self.moved.is_empty() {
-            return None;
-        }
-        let &(index, at) = self.moved.get(&key.generation)?;
-        let here = self.raw.get(at)?.generation == key.generation;
-        (index == key.index && here).then_some(at)
+        self.keys
+            .find(key, |at| self.raw.get(at).map(|slot| slot.generation))
     }
 
     /// The key of the entry at `at`.
     fn key_of(&self, at: u32, generation: Generation) -> Key {
-        let index = match self.moved.get(&generation) {
-            Some(&(index, _)) => index,
-            None => at,
-        };
-        Key { index, generation }
+        self.keys.key_of(at, generation)
     }
 
     /// The entry of `generation` left the wheel.
     fn forget(&mut self, generation: Generation) {
-        if !self.moved.is_empty() {
-            self.moved.remove(&generation);
-        }
+        self.keys.forget(generation);
     }
 }
 
 impl Key {
     /// The slot the key names (where its entry was inserted).
     #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+    #[inline]
     pub(crate) fn index(self) -> u32 {
         self.index
+    }
+
+    /// The generation of the entry the key names.
+    #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+    #[inline]
+    pub(crate) fn generation(self) -> Generation {
+        self.generation
     }
 }
 

@@ -383,6 +383,21 @@ impl<T> Wheel<T> {
         self.entries.reserve(additional);
     }
 
+    /// [`reserve`](Self::reserve), or the error where an allocation fails.
+    #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+    pub(crate) fn try_reserve(
+        &mut self,
+        additional: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        self.entries.try_reserve(additional)
+    }
+
+    /// The bytes an entry takes in the store.
+    #[cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
+    pub(crate) const fn entry_bytes() -> usize {
+        super::store::slot_size::<Entry<T>>()
+    }
+
     /// The key the next [`insert`](Self::insert) will use.
     pub(crate) fn vacant_key(&self) -> Key {
         self.entries.vacant_key()

@@ -52,10 +52,11 @@
 // build (neither `tokio` nor `thread`), and only there.
 #![cfg_attr(not(any(feature = "tokio", feature = "thread")), allow(dead_code))]
 
+use std::collections::TryReserveError;
 use std::mem;
 
 pub(crate) use super::dir::PAGE_SHIFT;
-use super::dir::{boxed_array, Dir};
+use super::dir::{boxed_array, try_boxed_array, Dir};
 
 /// Keys in the first page (and in the second).
 pub(crate) const FIRST_PAGE: usize = 1 << FIRST_SHIFT;
@@ -160,7 +161,6 @@ enum Slot<T> {
 }
 
 /// The bytes a value of type `T` takes in the store.
-#[cfg(test)]
 pub(crate) const fn slot_size<T>() -> usize {
     mem::size_of::<Slot<T>>()
 }
@@ -420,29 +420,59 @@ impl<T> Store<T> {
     ///
     /// # Panics
     ///
-    /// If the store would hold more than [`MAX_KEYS`] values, or an
-    /// allocation fails.
+    /// If the store would hold more than [`MAX_KEYS`] values. An
+    /// allocation that fails aborts the process, as `Vec::reserve`'s does,
+    /// and at once where the room could never be had: it is asked for in
+    /// one allocation first, never touched (see
+    /// [`try_reserve`](Self::try_reserve) for the error instead).
     #[track_caller]
     pub(crate) fn reserve(&mut self, additional: usize) {
+        let want = self.len.saturating_add(additional);
+        let bytes = capacity_for(want)
+            .saturating_sub(self.capacity())
+            .saturating_mul(mem::size_of::<Slot<T>>());
+        let page = std::alloc::Layout::new::<[Slot<T>; PAGE]>();
+        if bytes > page.size() {
+            let mut all: Vec<u8> = Vec::new();
+            if all.try_reserve_exact(bytes).is_err() {
+                let all = std::alloc::Layout::from_size_align(bytes, page.align());
+                std::alloc::handle_alloc_error(all.unwrap_or(page));
+            }
+        }
+        if self.try_reserve(additional).is_err() {
+            std::alloc::handle_alloc_error(page);
+        }
+    }
+
+    /// [`reserve`](Self::reserve), or the error where an allocation fails:
+    /// what was allocated before it stays, counted in the capacity.
+    ///
+    /// # Panics
+    ///
+    /// If the store would hold more than [`MAX_KEYS`] values.
+    #[track_caller]
+    pub(crate) fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
         let pages = pages_to_reserve(self.len, self.capacity(), additional);
         let want = self.len + additional;
         let mut short = want.saturating_sub(self.capacity());
         for (page, slots) in self.small.iter_mut().enumerate() {
             if short == 0 {
-                return;
+                return Ok(());
             }
             let room = small_len(page) - slots.capacity();
             if room > 0 {
                 let more = room.min(short);
-                slots.reserve_exact(slots.capacity() + more - slots.len());
+                slots.try_reserve_exact(slots.capacity() + more - slots.len())?;
                 short -= more;
             }
         }
         debug_assert!(self.big + pages <= MAX_BIG);
         for n in self.big + 1..=self.big + pages {
-            self.pages.get_or_insert_with(n, new_page);
+            self.pages.try_get_or_insert_with(n, try_new_page)?;
+            // Counted page by page: a failure leaves those before it.
+            self.big = n;
         }
-        self.big += pages;
+        Ok(())
     }
 
     /// Gives back the vacant slots above the highest stored key, and with
@@ -590,6 +620,11 @@ impl<T> Store<T> {
 /// A page of [`PAGE`] vacant slots, allocated at once.
 fn new_page<T>() -> Box<[Slot<T>; PAGE]> {
     boxed_array(|| Slot::Vacant(NONE))
+}
+
+/// [`new_page`], or the error where its allocation fails.
+fn try_new_page<T>() -> Result<Box<[Slot<T>; PAGE]>, TryReserveError> {
+    try_boxed_array(|| Slot::Vacant(NONE))
 }
 
 /// A sparse table by key on the same pages as the [`Store`]: a page is
