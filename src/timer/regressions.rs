@@ -336,13 +336,13 @@ fn a_scope_polled_between_the_thread_drivers_shards_gives_the_handler_its_answer
     use std::sync::Mutex;
     use std::task::{Context, Poll, Wake, Waker};
 
-    type Request = Pin<Box<dyn Future<Output = Result<&'static str, crate::Elapsed>> + Send>>;
+    type Request = Pin<Box<dyn Future<Output = Result<&'static str, crate::error::Elapsed>> + Send>>;
 
     /// A task polled wherever it is woken: on the driver's thread, between
     /// two shards of one turn.
     struct PolledInItsWake {
         request: Mutex<Option<Request>>,
-        answered: mpsc::SyncSender<Result<&'static str, crate::Elapsed>>,
+        answered: mpsc::SyncSender<Result<&'static str, crate::error::Elapsed>>,
     }
 
     impl Wake for PolledInItsWake {
