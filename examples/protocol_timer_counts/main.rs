@@ -134,13 +134,20 @@ fn main() {
     assert!(n > 0 && rate > 0, "{usage}");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .start_paused(true)
         .build()
         .unwrap();
     rt.block_on(async move {
-        // The timers are built before the runtime's time is paused: a
-        // timer built on paused time follows the runtime timer's
-        // millisecond, as `tokio::time` does there; built before, it keeps
-        // the microsecond, as on the real clock, whose work this counts.
+        // The timers are built while the runtime's time runs: a timer built
+        // on paused time follows the runtime timer's millisecond, as
+        // `tokio::time` does there; built on a running clock, it keeps the
+        // microsecond, as on the real clock, whose work this counts. Built
+        // the moment the clock resumes, on one of the runtime timer's
+        // milliseconds, its own start is a few microseconds after that
+        // millisecond from run to run, not anywhere in it: where it lies
+        // moves work between the runtime timer's milliseconds, and the
+        // instructions a packet by tens.
+        tokio::time::resume();
         let timer = hashwheel::Timer::new();
         if which == "time" {
             drop(hashwheel::Timer::current());
