@@ -868,7 +868,12 @@ fn reset_earlier<W: Way>() {
             sleep.await;
             let now = way.now();
             assert!(now >= due, "{}: completed {:?} early", W::NAME, due - now);
-            assert!(now <= due + W::LATE, "{}: completed {:?} late", W::NAME, now - due);
+            assert!(
+                now <= due + W::LATE,
+                "{}: completed {:?} late",
+                W::NAME,
+                now - due
+            );
         });
         futures::future::join_all(all).await;
     });
