@@ -297,14 +297,16 @@ impl RuntimeAlarm {
     /// second. A timer of the ring that is registered earlier than the instant
     /// it is moved to only has its deadline moved (an atomic store; the runtime
     /// still wakes at the old instant, finds it later and files it again,
-    /// waking nothing), as the spares did; nothing of the ring wakes the driver
-    /// before the alarm's instant. So where the next work is more than a turn
-    /// of the grid away, the re-arm sets only the alarm's instant: spares moved
-    /// on with it woke the runtime at the next two milliseconds for nothing
-    /// after every turn of sparse work (two parks and wake-ups a turn), where
-    /// its registration unparks the runtime's driver at most (an eventfd
-    /// write, no wake-up), and timers of the ring left pending ring once for
-    /// nothing ([`rang_for_nothing`](Self::rang_for_nothing)). A re-arm with nothing pending replaces the
+    /// waking nothing), as the spares did. So where the next work is more
+    /// than a turn of the grid away, the re-arm sets only the alarm's
+    /// instant: spares moved on with it woke the runtime at the next two
+    /// milliseconds for nothing after every turn of sparse work (two parks
+    /// and wake-ups a turn), where its registration unparks the runtime's
+    /// driver at most (an eventfd write, no wake-up). A timer of the ring
+    /// left pending so calls the driver's waker once before the alarm's
+    /// instant, which finds it rang for nothing
+    /// ([`rang_for_nothing`](Self::rang_for_nothing): a clock reading and
+    /// an atomic load). A re-arm with nothing pending replaces the
     /// ring with fresh timers, never registered, so that no runtime timer of
     /// ours is left: an idle runtime wakes for nothing, and a paused one does
     /// not auto-advance its clock to one (tokio leaves it where it is).
