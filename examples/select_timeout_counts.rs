@@ -135,13 +135,19 @@ fn main() {
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .start_paused(true)
         .build()
         .unwrap();
     rt.block_on(async move {
-        // The timers are built before the runtime's time is paused: a
-        // timer built on paused time follows the runtime timer's
-        // millisecond, as `tokio::time` does there; built before, it keeps
-        // the microsecond, as on the real clock, whose work this counts.
+        // The timers are built while the runtime's time runs: a timer built
+        // on paused time follows the runtime timer's millisecond, as
+        // `tokio::time` does there; built on a running clock, it keeps the
+        // microsecond, as on the real clock, whose work this counts. Built
+        // the moment the clock resumes, its start is a few microseconds
+        // after one of the runtime timer's milliseconds from run to run, not
+        // anywhere in it (which moves the counts, see
+        // `protocol_timer_counts`).
+        tokio::time::resume();
         let timer = hashwheel::Timer::new();
         if which == "time" {
             drop(hashwheel::Timer::current());

@@ -25,7 +25,8 @@
 //! [`paused_clock`], [`interval_ticks`], [`interval_lifecycle`],
 //! [`catch_up_in_order`], [`coop`] (tokio's cooperative budget, on every
 //! row where tokio is present), [`contended`], [`deadline_scope`] and
-//! [`deadline_scope_lifecycle`] (issue 46). Every cell runs under a watchdog
+//! [`deadline_scope_lifecycle`] (issue 46), [`reset_earlier`] (issue 55:
+//! a protocol timer moved earlier after every packet). Every cell runs under a watchdog
 //! ([`cell`]): a cell that hangs fails rather than stalling the run
 //! ("nothing hangs"). Fork is
 //! the column of `tests/fork.rs`, which forks a child per case (it needs a
@@ -819,6 +820,90 @@ fn exact_pending<W: Way>() {
         timer.stop();
         assert_eq!(timer.pending(), 0);
         assert_eq!(timer.stats().pending, 0);
+    });
+}
+
+/// A reset to an earlier deadline is never late and never lost: sleeps
+/// made an hour out and polled (in the wheel) are moved earlier, one after
+/// a move later first (the lock-free extension, as a protocol timer's ack
+/// delay is set, cleared and set again), one after the driver turned past
+/// the bucket it was made in, one twice, one to the past; each completes
+/// no earlier than its new deadline and within the row's lateness of it.
+/// Then the lifecycle: a sleep moved earlier outlives the row's own handle
+/// to its timer, and one moved earlier but still pending meets the
+/// timer's stop and completes, cancelled.
+fn reset_earlier<W: Way>() {
+    let mut way = W::start();
+    let timer = way.timer();
+    let far = Duration::from_secs(3600);
+    way.block_on(async {
+        let way = &way;
+        let (_, waker) = counting_waker();
+        let start = way.now();
+        let mut sleeps = Vec::new();
+        for (i, d) in [us(1_500), ms(3), us(4_700), ms(6)].into_iter().enumerate() {
+            let mut sleep = timer.sleep(far);
+            assert!(poll(&mut sleep, &waker).is_pending(), "{}", W::NAME);
+            if i % 2 == 1 {
+                sleep.reset(far + ms(1));
+            }
+            if i == 2 {
+                sleep.reset_at(start + ms(5));
+            }
+            sleep.reset_at(start + d);
+            sleeps.push((sleep, start + d));
+        }
+        let mut late = timer.sleep(ms(40));
+        assert!(poll(&mut late, &waker).is_pending());
+        way.pass(W::SHORT).await;
+        let due = way.now() + ms(1);
+        late.reset_at(due);
+        sleeps.push((late, due));
+        let mut past = timer.sleep(far);
+        assert!(poll(&mut past, &waker).is_pending());
+        let due = way.now();
+        past.reset_at(due - ms(1));
+        sleeps.push((past, due - ms(1)));
+        let all = sleeps.into_iter().map(|(sleep, due)| async move {
+            sleep.await;
+            let now = way.now();
+            assert!(now >= due, "{}: completed {:?} early", W::NAME, due - now);
+            assert!(
+                now <= due + W::LATE,
+                "{}: completed {:?} late",
+                W::NAME,
+                now - due
+            );
+        });
+        futures::future::join_all(all).await;
+    });
+    let mut kept = timer.sleep(far);
+    let due = way.block_on(async {
+        let (_, waker) = counting_waker();
+        assert!(poll(&mut kept, &waker).is_pending());
+        let due = way.now() + ms(2);
+        kept.reset_at(due);
+        due
+    });
+    drop(timer);
+    way.forget_timer();
+    way.block_on(async {
+        (&mut kept).await;
+        assert!(way.now() >= due, "{}: early after its handle went", W::NAME);
+    });
+    assert!(kept.is_expired(), "{}", W::NAME);
+    drop(kept);
+    way.driver_ended();
+    let way = W::start();
+    let timer = way.timer();
+    way.block_on(async {
+        let (_, waker) = counting_waker();
+        let mut stopped = timer.sleep(far);
+        assert!(poll(&mut stopped, &waker).is_pending());
+        stopped.reset(far / 2);
+        timer.stop();
+        (&mut stopped).await;
+        assert!(stopped.is_cancelled(), "{}: stopped, not lost", W::NAME);
     });
 }
 
@@ -1639,6 +1724,7 @@ matrix! {
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
         catch_up_in_order, coop, contended, deadline_scope, deadline_scope_lifecycle,
+        reset_earlier,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick: super::CurrentThread<2_000> [
@@ -1646,6 +1732,7 @@ matrix! {
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
         catch_up_in_order, coop, contended, deadline_scope, deadline_scope_lifecycle,
+        reset_earlier,
     ]
     #[cfg(feature = "tokio")]
     coarse_tick_off_ms: super::CurrentThread<2_500, 300> [
@@ -1653,13 +1740,14 @@ matrix! {
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, paused_clock, interval_ticks, interval_lifecycle,
         catch_up_in_order, coop, contended, deadline_scope, deadline_scope_lifecycle,
+        reset_earlier,
     ]
     #[cfg(feature = "tokio")]
     multi_thread: super::MultiThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
         runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
         panics_contained, interval_ticks, interval_lifecycle, catch_up_in_order,
-        coop, contended, deadline_scope, deadline_scope_lifecycle,
+        coop, contended, deadline_scope, deadline_scope_lifecycle, reset_earlier,
     ]
     #[cfg(feature = "thread")]
     thread_driver: super::ThreadDriver [
@@ -1668,6 +1756,7 @@ matrix! {
         #[cfg(feature = "tokio")] spawn_runtime_gone,
         last_handle_dropped, panics_contained, paused_clock, interval_ticks, interval_lifecycle,
         catch_up_in_order, contended, deadline_scope, deadline_scope_lifecycle,
+        reset_earlier,
         #[cfg(feature = "tokio")] coop,
     ]
     #[cfg(feature = "thread")]

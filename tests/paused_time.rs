@@ -506,6 +506,24 @@ fn parks_and_turns(tick: Duration) -> (u64, u64) {
 /// [`parks_and_turns`] for a timer built `offset` into the runtime, the
 /// clock then moved on by `realign` before the run.
 fn parks_and_turns_built_at(tick: Duration, offset: Duration, realign: Duration) -> (u64, u64) {
+    counting_parks(true, || async {
+        time::advance(offset).await;
+        let timer = Timer::builder().tick(tick).build().unwrap();
+        time::advance(realign).await;
+        let start = Instant::now();
+        let dues = (0..400u64).map(|i| start + us(500 * i + 250));
+        await_each(dues.map(|due| (due, Box::pin(timer.sleep_until(due)) as Waiting))).await;
+        timer.stats().driver_wakeups
+    })
+}
+
+/// A wait of [`await_each`].
+type Waiting = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Runs `f`'s future on a current-thread runtime of its own (its time
+/// paused from the start if `paused`); returns the runtime's parks and the
+/// future's output.
+fn counting_parks<F: std::future::Future>(paused: bool, f: impl FnOnce() -> F) -> (u64, F::Output) {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
@@ -513,33 +531,30 @@ fn parks_and_turns_built_at(tick: Duration, offset: Duration, realign: Duration)
     let counter = parks.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .start_paused(true)
+        .start_paused(paused)
         .on_thread_park(move || {
             counter.fetch_add(1, Ordering::Relaxed);
         })
         .build()
         .unwrap();
-    let turns = rt.block_on(async {
-        time::advance(offset).await;
-        let timer = Timer::builder().tick(tick).build().unwrap();
-        time::advance(realign).await;
-        let start = Instant::now();
-        let tasks: Vec<_> = (0..400u64)
-            .map(|i| {
-                let due = start + us(500 * i + 250);
-                let sleep = timer.sleep_until(due);
-                tokio::spawn(async move {
-                    sleep.await;
-                    assert!(Instant::now() >= due, "never early");
-                })
+    let out = rt.block_on(f());
+    (parks.load(Ordering::Relaxed), out)
+}
+
+/// Awaits each wait due at its instant in a task of its own, checking it
+/// ends no earlier.
+async fn await_each(waits: impl Iterator<Item = (Instant, Waiting)>) {
+    let tasks: Vec<_> = waits
+        .map(|(due, wait)| {
+            tokio::spawn(async move {
+                wait.await;
+                assert!(Instant::now() >= due, "never early");
             })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        timer.stats().driver_wakeups
-    });
-    (parks.load(Ordering::Relaxed), turns)
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
 }
 
 /// A coarser tick parks the runtime once a turn: the alarm's ring goes a
@@ -870,4 +885,59 @@ fn a_sleep_moved_later_wakes_behind_what_registered_meanwhile() {
     }));
     assert_eq!(theirs, ["other", "moved"], "tokio::time");
     assert_eq!(ours, theirs);
+}
+
+/// The runtime's parks over a paused run of 100 deadlines `every` apart
+/// (a few tens of microseconds off the millisecond), each awaited by a
+/// task of its own through a timeout of a timer built before the
+/// runtime's time is paused (it keeps the microsecond, as on the real
+/// clock) or on paused time, or through a `tokio::time::Sleep` (`tokio`);
+/// and the timer's turns.
+fn parks_for_deadlines(every: Duration, built_paused: bool, tokio: bool) -> (u64, u64) {
+    counting_parks(false, || async {
+        if built_paused {
+            time::pause();
+        }
+        let timer = Timer::new();
+        if !built_paused {
+            time::pause();
+        }
+        let start = Instant::now();
+        let dues = (0..100u32).map(|i| start + every * (i + 1) + us(u64::from(i % 7) * 37));
+        await_each(dues.map(|due| {
+            let wait: Waiting = if tokio {
+                Box::pin(time::sleep_until(due))
+            } else {
+                Box::pin(timer.sleep_until(due))
+            };
+            (due, wait)
+        }))
+        .await;
+        timer.stats().driver_wakeups
+    })
+}
+
+/// Sparse deadlines (each a few milliseconds after the one before) park
+/// the runtime as often as `tokio::time`'s sleeps do: once a deadline.
+/// The alarm's ring keeps its later timers only while the work is in the
+/// next turn of its grid; kept after a turn of sparse work, they woke the
+/// runtime for nothing at the next two milliseconds (on the real clock a
+/// wake-up each, in place of a write to its eventfd): 198 parks for 100
+/// deadlines 2 ms apart, 295 for 3 ms (tokio: 103, 102).
+#[test]
+fn sparse_deadlines_park_the_runtime_once_each_as_tokio() {
+    for every in [ms(1), ms(2), ms(3), ms(10)] {
+        let (theirs, _) = parks_for_deadlines(every, false, true);
+        for built_paused in [false, true] {
+            let (parks, turns) = parks_for_deadlines(every, built_paused, false);
+            assert!(
+                (98..=102).contains(&turns),
+                "every {every:?}, built paused {built_paused}: {turns} turns for 100 deadlines"
+            );
+            assert!(
+                parks <= theirs + 2,
+                "every {every:?}, built paused {built_paused}: {parks} parks, tokio's {theirs}"
+            );
+        }
+    }
 }

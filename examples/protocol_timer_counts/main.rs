@@ -35,6 +35,7 @@
 mod protocol;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::mpsc::unbounded_channel;
@@ -54,6 +55,9 @@ static EARLIER: AtomicU64 = AtomicU64::new(0);
 static EXPIRIES: AtomicU64 = AtomicU64::new(0);
 static ACK_EXPIRIES: AtomicU64 = AtomicU64::new(0);
 static LOSS_EXPIRIES: AtomicU64 = AtomicU64::new(0);
+/// Each expiry's lateness in microseconds (the instant its task saw it
+/// less the deadline it armed), in order.
+static LATENESS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// Counts into the statics (one thread: the runtime's).
 struct Counts;
@@ -72,6 +76,8 @@ impl Record for Counts {
 
     fn expired(&self, deadline: Instant, now: Instant, what: Expired) {
         assert!(now >= deadline, "expired {:?} early", deadline - now);
+        let late = (now - deadline).as_micros() as u64;
+        LATENESS.lock().unwrap().push(late);
         EXPIRIES.fetch_add(1, Ordering::Relaxed);
         if what.ack {
             ACK_EXPIRIES.fetch_add(1, Ordering::Relaxed);
@@ -107,6 +113,16 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// The driver turns of the contender's timer so far, for `timer` and
+/// `time`.
+fn turns(timer: &hashwheel::Timer, which: &str) -> Option<u64> {
+    match which {
+        "timer" => Some(timer.stats().driver_wakeups),
+        "time" => Some(hashwheel::Timer::current().stats().driver_wakeups),
+        _ => None,
+    }
+}
+
 fn main() {
     let usage =
         "usage: protocol_timer_counts floor|timer|time|tokio CONNECTIONS SECONDS [PACKETS_A_SECOND]";
@@ -122,7 +138,21 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
+        // The timers are built while the runtime's time runs: a timer built
+        // on paused time follows the runtime timer's millisecond, as
+        // `tokio::time` does there; built on a running clock, it keeps the
+        // microsecond, as on the real clock, whose work this counts. Built
+        // the moment the clock resumes, on one of the runtime timer's
+        // milliseconds, its own start is a few microseconds after that
+        // millisecond from run to run, not anywhere in it: where it lies
+        // moves work between the runtime timer's milliseconds, and the
+        // instructions a packet by tens.
+        tokio::time::resume();
         let timer = hashwheel::Timer::new();
+        if which == "time" {
+            drop(hashwheel::Timer::current());
+        }
+        tokio::time::pause();
         let plan = plan(n, rate, SEED);
         let now = Instant::now();
         let mut senders = Vec::with_capacity(n);
@@ -165,7 +195,8 @@ fn main() {
             if before.is_none() && at >= measured_from {
                 // Let the connections take the warm-up's last batch first.
                 tokio::time::sleep_until(measured_from).await;
-                before = Some((thread_cpu(), counts()));
+                let late_from = LATENESS.lock().unwrap().len();
+                before = Some((thread_cpu(), counts(), late_from, turns(&timer, &which)));
             }
             if at >= end {
                 tokio::time::sleep_until(end).await;
@@ -175,7 +206,7 @@ fn main() {
             last = Instant::now();
             feeder.send_due(last);
         }
-        let (cpu0, c0) = before.expect("the warm-up ended");
+        let (cpu0, c0, late_from, turns0) = before.expect("the warm-up ended");
         let cpu = thread_cpu() - cpu0;
         let c1 = counts();
         let d: Vec<u64> = c1.iter().zip(c0).map(|(b, a)| b - a).collect();
@@ -191,6 +222,19 @@ fn main() {
             d[4],
             d[5],
             cpu.as_nanos() as f64 / d[0].max(1) as f64,
+        );
+        // On paused time the expiries' lateness is the timer's alone (the
+        // runtime's timer's millisecond), the same from run to run.
+        let mut late = LATENESS.lock().unwrap()[late_from..].to_vec();
+        late.sort_unstable();
+        let q = |q: f64| late.get(((late.len() as f64 - 1.0) * q) as usize).copied();
+        println!(
+            "lateness (µs): p50 {:?}, p99 {:?}, max {:?}, sum {}; driver turns {}",
+            q(0.5),
+            q(0.99),
+            late.last(),
+            late.iter().sum::<u64>(),
+            turns(&timer, &which).map_or("-".into(), |t| (t - turns0.unwrap_or(0)).to_string()),
         );
     });
     // Tearing the tasks down is no part of the figures.

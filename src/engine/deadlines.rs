@@ -98,13 +98,21 @@ pub(crate) fn word_gen(word: u64) -> u64 {
 /// Where a timeout of word `word` whose deadline moved later, to `tick`, is
 /// filed again: at `tick`, or at the end of its runtime millisecond if
 /// [`TOKIO_MS`] (as `Common::filed_tick` files it).
-#[cold]
+#[inline]
 fn refiled(word: u64, tick: u64) -> u64 {
     if word & TOKIO_MS != 0 {
-        on_grid(tick, RUNTIME_MS_US).min(FAR - 1)
+        on_tokio_ms(tick)
     } else {
         tick
     }
+}
+
+/// [`refiled`] on paused time (see [`TOKIO_MS`]): out of line, as paused
+/// time is, where a re-file is a turn's most common work (W15).
+#[cold]
+#[inline(never)]
+fn on_tokio_ms(tick: u64) -> u64 {
+    on_grid(tick, RUNTIME_MS_US).min(FAR - 1)
 }
 
 /// The deadline word of a linked entry of generation `gen` due at `tick`.

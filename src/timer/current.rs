@@ -28,6 +28,11 @@ thread_local! {
 
 /// Runs `f` on the current runtime's default timer. `f` must not run user
 /// code: it may run while the cache is borrowed.
+///
+/// A runtime's look-up (tokio names the current runtime through
+/// `Handle::try_current` alone: a thread-local read and an `Arc` count up
+/// and down) and this thread's cache; a miss (another runtime, or the
+/// timer stopped) is out of line.
 #[track_caller]
 #[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
@@ -46,17 +51,25 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Timer) -> R) -> R {
     if let Some(res) = hit {
         return res;
     }
-    let timer = default_of(&handle, id);
-    let res = f.take().map(|f| f(&timer));
-    // Whatever the cache held is dropped after its borrow ends.
-    let _old = CACHE
-        .try_with(|cache| cache.borrow_mut().replace((id, timer)))
-        .ok()
-        .flatten();
-    match res {
-        Some(res) => res,
+    let timer = cache_default(&handle, id);
+    match f.take() {
+        Some(f) => f(&timer),
         None => unreachable!("the closure ran on the cache's timer"),
     }
+}
+
+/// The default timer of runtime `id` (see [`default_of`]), now this
+/// thread's cache.
+#[cold]
+#[track_caller]
+fn cache_default(handle: &Handle, id: Id) -> Timer {
+    let timer = default_of(handle, id);
+    // Whatever the cache held is dropped after its borrow ends.
+    let _old = CACHE
+        .try_with(|cache| cache.borrow_mut().replace((id, timer.clone())))
+        .ok()
+        .flatten();
+    timer
 }
 
 /// The runtime this thread is in, panicking with tokio's message outside

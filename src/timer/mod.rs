@@ -937,16 +937,14 @@ impl Timer {
         }
     }
 
-    /// A timeout of `fut` that never elapses, and never arms the driver:
-    /// `tokio::time::timeout`'s for a duration too long to add to now (it
-    /// has no `Sleep` at all). For `hashwheel::time` only: the `Timer`
-    /// API's longest delay is tokio's "far future", 30 years.
+    /// A timeout that never elapses, and never arms the driver (it
+    /// completes only at the timer's stop): `tokio::time::timeout`'s for a
+    /// duration too long to add to now (it has no `Sleep` at all). For
+    /// `hashwheel::time` only: the `Timer` API's longest delay is tokio's
+    /// "far future", 30 years.
     #[track_caller]
-    pub(crate) fn timeout_never<F: IntoFuture>(&self, fut: F) -> WithTimeout<F::IntoFuture> {
-        WithTimeout::new(
-            fut.into_future(),
-            unwrap(self.timeout_at_tick(NEVER, false)),
-        )
+    pub(crate) fn sleep_never(&self) -> Timeout {
+        unwrap(self.timeout_at_tick(NEVER, false))
     }
 
     /// Whether `self` and `other` are handles to the same timer.

@@ -8,10 +8,13 @@
 //!   of three runtime timers (tokio `Sleep`s) polled with the driver's
 //!   waker, so the runtime's own timer processing turns the wheels; the
 //!   two after the next keep the driver's re-arm from unparking the
-//!   runtime. A coarser tick batches on the runtime's milliseconds, which
-//!   are all its timer rings on. Arming it is a `Sleep::reset` and a poll
-//!   under a lock; the re-arm after a turn costs no syscall, and for a
-//!   timer busy every turn of its grid it re-registers one runtime timer.
+//!   runtime while it has work every turn of its grid. A coarser tick
+//!   batches on the runtime's milliseconds, which are all its timer rings
+//!   on. Arming it is a `Sleep::reset` and a poll under a lock; the re-arm
+//!   after a turn of a timer busy every turn of its grid costs no syscall
+//!   and re-registers one runtime timer; after a turn of sparse work it
+//!   sets the next instant alone (an eventfd write at most, where the two
+//!   after it woke the runtime at the next two milliseconds for nothing).
 //! - `thread.rs`, for a thread-driven timer (`driver/thread.rs`): a
 //!   timerfd (a `Condvar` where there is none) the driver's thread sleeps
 //!   on. Arming it sooner is a `timerfd_settime` under a lock; while every

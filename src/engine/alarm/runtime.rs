@@ -289,15 +289,24 @@ impl RuntimeAlarm {
     /// without the third the turn unparked twice: 7-18% of the turns of a
     /// deadline a millisecond on one worker, which the bench `wakeups` counts).
     /// A turn two milliseconds late still does. In the steady state of a busy
-    /// timer (work every millisecond) the next two instants are registered
-    /// already, and the re-arm moves only the timer that rang to the far end of
-    /// the ring: one registration a turn, where an alarm with two spares
+    /// timer (work in every millisecond) the next timer of the ring rings in
+    /// the millisecond of the next work already (see [`Armed::set_ring`]),
+    /// and the re-arm moves only the timer that rang to the far end of the
+    /// ring: one registration a turn, where an alarm with two spares
     /// re-registered the alarm and the first spare (both rang) and moved the
     /// second. A timer of the ring that is registered earlier than the instant
     /// it is moved to only has its deadline moved (an atomic store; the runtime
     /// still wakes at the old instant, finds it later and files it again,
-    /// waking nothing), as the spares did; nothing of the ring wakes the driver
-    /// before the alarm's instant. A re-arm with nothing pending replaces the
+    /// waking nothing), as the spares did. So where the next work is more
+    /// than a turn of the grid away, the re-arm sets only the alarm's
+    /// instant: spares moved on with it woke the runtime at the next two
+    /// milliseconds for nothing after every turn of sparse work (two parks
+    /// and wake-ups a turn), where its registration unparks the runtime's
+    /// driver at most (an eventfd write, no wake-up). A timer of the ring
+    /// left pending so calls the driver's waker once before the alarm's
+    /// instant, which finds it rang for nothing
+    /// ([`rang_for_nothing`](Self::rang_for_nothing): a clock reading and
+    /// an atomic load). A re-arm with nothing pending replaces the
     /// ring with fresh timers, never registered, so that no runtime timer of
     /// ours is left: an idle runtime wakes for nothing, and a paused one does
     /// not auto-advance its clock to one (tokio leaves it where it is).
@@ -348,7 +357,7 @@ impl RuntimeAlarm {
                     // The runtime wakes the alarm from inside `reset` when the
                     // instant has passed; `arming` records that wake.
                     match now {
-                        Some(now) => alarm.set_ring(at, clock, tick > now),
+                        Some(now) => alarm.set_ring(at, clock, now),
                         None => alarm.set_earlier(at, clock),
                     }
                 });
@@ -413,50 +422,101 @@ impl RuntimeAlarm {
 }
 
 impl Armed {
-    /// Sets the ring to `at`, `at + gap` and `at + 2 gap` (see
-    /// [`RuntimeAlarm::arm`]), with as few registrations as it can: a timer
-    /// already pending at one of them stays; the rest go to the others in
-    /// turn. Returns whether the ring rang already (an instant passed).
+    /// Sets the ring for the driver's re-arm after a turn at `now`: to
+    /// `at`, and, where that is within a turn of the grid ([`grid_us`]) of
+    /// the turn, to `at + gap` and `at + 2 gap` too (see
+    /// [`RuntimeAlarm::arm`]), with as few registrations as it can.
+    /// Returns whether the ring rang already (an instant passed).
     ///
-    /// `ahead`: the instant is after the turn that re-arms (its work is in
-    /// a later tick), so nothing set to it or later has rung: where the two
-    /// timers after the head are set to `at` and `at + gap` already (a
-    /// busy timer, turn after turn), the head (which rang) goes to
-    /// `at + 2 gap` and the next becomes the head, with no other look at
-    /// the ring.
-    fn set_ring(&mut self, at: u64, clock: &Clock, ahead: bool) -> bool {
+    /// Where `at` is after the turn (its work is in a later tick), nothing
+    /// set to it or later has rung. A busy timer (work in every turn of its
+    /// grid) takes one of two fast paths, each a registration of the timer
+    /// that rang and no other look at the ring: where the two timers after
+    /// the head are set to `at` and `at + gap` already, the head goes to
+    /// `at + 2 gap` and the next becomes the head; and on a grid of a
+    /// millisecond, where `at` falls in the millisecond the next timer
+    /// rings in ([`Armed::rings_with_next`]), that timer rings for it as it
+    /// is, and the head goes a turn after the last.
+    fn set_ring(&mut self, at: u64, clock: &Clock, now: u64) -> bool {
         let gap = grid_us(clock.tick_us);
+        let ahead = at > now;
         let (head, next, last) = (self.head, (self.head + 1) % RING, (self.head + 2) % RING);
         if ahead && self.ring[next].at == Some(at) && self.ring[last].at == Some(at + gap) {
             self.head = next;
             return self.ring[head].set(at + 2 * gap, clock, &self.waker);
         }
-        self.set_ring_anew(at, gap, clock)
+        if ahead && gap == RUNTIME_MS_US {
+            if let Some(rung) = self.rings_with_next(at, gap) {
+                self.head = next;
+                return self.ring[head].set(rung + 3 * gap, clock, &self.waker);
+            }
+        }
+        self.set_ring_anew(at, gap, clock, at <= now.saturating_add(gap))
     }
 
-    /// [`set_ring`](Self::set_ring) in full: a timer already pending at
-    /// one of the three ticks stays; the rest go to the others in turn.
+    /// Whether the next timer of the ring rings for `at`, a tick after the
+    /// turn that re-arms, on a grid of a millisecond: the ring is a turn of
+    /// the grid apart (the head at `r`, the next at `r + gap`, the last at
+    /// `r + 2 gap`), the head has rung and the next not, and `at` is not
+    /// after the next. Returns the head's tick, `r`.
+    ///
+    /// The runtime's timer rings a timer in the millisecond its instant
+    /// rounds up to. The head rang, so the runtime's timer has processed
+    /// its millisecond, `M`; the next, a millisecond later, has not, so it
+    /// rings in `M + 1`, the runtime's next millisecond. The turn came at
+    /// or after the start of `M` (in the runtime's timer processing, where
+    /// no other thread processes it meanwhile; not from a task), and `at`
+    /// is after the turn and at most a millisecond after `r`: in `M + 1`
+    /// too. So the next rings when a runtime timer set to `at` would, and
+    /// the turn it makes finds `at` due.
+    #[inline]
+    fn rings_with_next(&self, at: u64, gap: u64) -> Option<u64> {
+        let (head, next, last) = (self.head, (self.head + 1) % RING, (self.head + 2) % RING);
+        let rung = self.ring[head].at?;
+        let fits = at <= rung.saturating_add(gap)
+            && self.ring[next].at == Some(rung + gap)
+            && self.ring[last].at == Some(rung + 2 * gap);
+        (fits && !self.ring[head].pending() && self.ring[next].pending() && !woken_from_task())
+            .then_some(rung)
+    }
+
+    /// [`set_ring`](Self::set_ring) in full, the ring's timers in the
+    /// ring's order from the new head. `near`: the work is within a turn of
+    /// the grid, and so, probably, the next turn's: the ring goes to `at`,
+    /// `at + gap` and `at + 2 gap`. Otherwise only to `at`: work is sparse,
+    /// and a timer of the ring at a later turn would wake the runtime for
+    /// nothing there (moved later, a registered timer keeps its place in
+    /// the runtime's timer, which wakes for it and files it again: a park
+    /// and a wake-up for nothing, two a turn of sparse work); the
+    /// registration at `at` then unparks the runtime's driver where
+    /// nothing of ours rings before it (an eventfd write, no wake-up).
+    ///
+    /// The head is the timer already pending at `at`, or else one not
+    /// pending (the one that rang, in a turn the ring made), or else the
+    /// latest. A timer already pending at its place stays; one of the
+    /// ring left pending elsewhere rings for nothing
+    /// ([`RuntimeAlarm::rang_for_nothing`]).
     #[cold]
-    fn set_ring_anew(&mut self, at: u64, gap: u64, clock: &Clock) -> bool {
-        let mut wanted = [Some(at), Some(at + gap), Some(at + 2 * gap)];
-        let mut placed = [false; RING];
-        for (ring, placed) in self.ring.iter().zip(&mut placed) {
-            if ring.pending() {
-                if let Some(want) = wanted.iter_mut().find(|want| **want == ring.at) {
-                    *want = None;
-                    *placed = true;
-                }
-            }
-        }
+    fn set_ring_anew(&mut self, at: u64, gap: u64, clock: &Clock, near: bool) -> bool {
+        let head = (0..RING)
+            .map(|k| (self.head + k) % RING)
+            .find(|&i| self.ring[i].at == Some(at) && self.ring[i].pending())
+            .or_else(|| {
+                (0..RING)
+                    .map(|k| (self.head + k) % RING)
+                    .find(|&i| !self.ring[i].pending())
+            })
+            .unwrap_or_else(|| (0..RING).max_by_key(|&i| self.ring[i].at).unwrap_or(0));
+        self.head = head;
+        let places = if near { RING } else { 1 };
         let mut ready = false;
-        let waker = &self.waker;
-        let mut unplaced = self.ring.iter_mut().zip(placed).filter(|(_, p)| !p);
-        for want in wanted.into_iter().flatten() {
-            if let Some((ring, _)) = unplaced.next() {
-                ready |= ring.set(want, clock, waker);
+        for k in 0..places {
+            let want = at + k as u64 * gap;
+            let ring = &mut self.ring[(head + k) % RING];
+            if ring.at != Some(want) || !ring.pending() {
+                ready |= ring.set(want, clock, &self.waker);
             }
         }
-        self.head = (0..RING).min_by_key(|&i| self.ring[i].at).unwrap_or(0);
         ready
     }
 

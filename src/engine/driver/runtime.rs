@@ -11,8 +11,9 @@
 //! it earlier itself (see [`Common::note_deadline`]). The alarm is a ring
 //! of three runtime timers, a turn of the driver's grid apart (a
 //! millisecond, or the whole milliseconds of a coarser tick), which keeps
-//! that re-arm from unparking the runtime's driver and, turn after turn,
-//! re-registers one of them (see `alarm/runtime.rs`).
+//! that re-arm of a busy timer from unparking the runtime's driver and,
+//! turn after turn, re-registers one of them; after a turn of sparse work
+//! the re-arm sets the next instant alone (see `alarm/runtime.rs`).
 //!
 //! Due `schedule` callbacks go to the timer's
 //! [`crate::TaskExecutor`] (see `executor.rs`): spawned as
