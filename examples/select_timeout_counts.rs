@@ -207,6 +207,17 @@ fn main() {
             }
         });
         let (sent, measured) = router.await.unwrap();
+        let ours = match which.as_str() {
+            "timer" => Some(timer.clone()),
+            "time" => Some(hashwheel::Timer::current()),
+            _ => None,
+        };
+        if let Some(stats) = ours.map(|timer| timer.stats()) {
+            eprintln!(
+                "{which}: the timer's driver turned {} times, its alarm armed {} times",
+                stats.driver_wakeups, stats.alarm_arms
+            );
+        }
         if let Some((cpu0, sent0)) = measured {
             let messages = sent - sent0;
             println!(
