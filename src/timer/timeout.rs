@@ -12,7 +12,7 @@ use pin_project_lite::pin_project;
 use crate::engine::coop;
 use crate::engine::deadlines::BEAT;
 use crate::engine::scope::{self, Active, Clip};
-use crate::engine::shard::{wake_all, AtomicCounts, Shard, ShardState};
+use crate::engine::shard::{wake_all, AtomicCounts, Left, Shard, ShardState, STAMP_BITS};
 use crate::error::{Elapsed, Error, StopReason};
 use crate::wheel::raw::{Key, State, NEVER};
 
@@ -24,8 +24,10 @@ use crate::wheel::raw::{Key, State, NEVER};
 // |-------|------------------------------------------------------------|
 // | 62-63 | kind: one of the four below                                |
 // | 0-61  | deadline (µs since the timer's start), or while            |
-// |       | `REGISTERED` the store key (bits 0-31) and the generation  |
-// |       | of its deadline word (bits 32-46, see `deadlines::LINKED`) |
+// |       | `REGISTERED` the store key (bits 0-31), the generation of  |
+// |       | its deadline word (bits 32-46, see `deadlines::LINKED`)    |
+// |       | and its registration's stamp (bits 47-60, see              |
+// |       | `Shard::may_drop_lazily`)                                  |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -59,6 +61,10 @@ const CANCELLED: u64 = 0b11 << 62;
 const LOW_MASK: u64 = (1 << 62) - 1;
 /// In a `FIRED` word: completed at creation, not polled since.
 const UNPOLLED: u64 = 1 << 61;
+/// Where a `REGISTERED` word keeps its generation and its stamp.
+const GEN_SHIFT: u32 = 32;
+const GEN_BITS: u32 = 15;
+const STAMP_SHIFT: u32 = GEN_SHIFT + GEN_BITS;
 
 /// `tick` as a polled `FIRED` word holds it (see `UNPOLLED`).
 fn fired_tick(tick: u64) -> u64 {
@@ -209,7 +215,12 @@ impl Timeout {
 
     /// The generation of a registered timeout's deadline word.
     fn gen(&self) -> u64 {
-        self.low() >> 32
+        (self.low() >> GEN_SHIFT) & ((1 << GEN_BITS) - 1)
+    }
+
+    /// A registered timeout's stamp (see [`ShardState::stamp`]).
+    fn stamp(&self) -> u64 {
+        (self.low() >> STAMP_SHIFT) & ((1 << STAMP_BITS) - 1)
     }
 
     /// The deadline tick of a registered timeout; `state` is its shard's,
@@ -512,7 +523,9 @@ impl Timeout {
                         (State::Fired, None) => shard.reacquire(),
                         _ => {}
                     }
-                    (res.0, res.1, guard.wheel.is_empty())
+                    // Its shard's last live entry: dropped ones (left for
+                    // the driver, see `clear`) are no work.
+                    (res.0, res.1, guard.live() == 0)
                 };
                 #[cfg(all(test, feature = "tokio"))]
                 crate::engine::hooks::after_reset_unlock();
@@ -647,9 +660,13 @@ impl Timeout {
                     (key, shard.deadlines.insert(key, tick, flags))
                 }
             };
+            let stamp = state.stamp();
             drop(state);
             shard.common.note_deadline(tick);
-            self.set(REGISTERED, u64::from(key) | gen << 32);
+            self.set(
+                REGISTERED,
+                u64::from(key) | gen << GEN_SHIFT | stamp << STAMP_SHIFT,
+            );
             return REGISTERED;
         };
         shard.release_locked(&mut state, 1);
@@ -826,7 +843,7 @@ impl Timeout {
                 true
             }
             REGISTERED => {
-                let (state, waker) = {
+                let (state, waker, after) = {
                     let Some(mut guard) = shard.lock_unless_forked() else {
                         // A forked child whose parent held the lock at the
                         // fork: the entry stays where it is, out of reach
@@ -834,6 +851,22 @@ impl Timeout {
                         self.set(CANCELLED, 0);
                         return false;
                     };
+                    // A cold entry stays where it is, its word marked
+                    // dropped, for the driver to reclaim: the word alone
+                    // is touched, not the entry, its neighbours, nor the
+                    // directory lines that reach them.
+                    if Shard::may_drop_lazily(&guard, self.stamp())
+                        && shard.deadlines.drop_lazily(self.key(), self.gen())
+                    {
+                        guard.lazy += 1;
+                        guard.counts.cancelled += 1;
+                        shard.release_locked(&mut guard, 1);
+                        let after = Shard::after_drop(&guard);
+                        drop(guard);
+                        shard.common.after_drop(after);
+                        self.set(CANCELLED, 0);
+                        return true;
+                    }
                     // The word first: its line comes in while the
                     // entry's do (see `Deadlines::remove`). It says
                     // whether the entry is an interval's, which counts
@@ -845,9 +878,14 @@ impl Timeout {
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
                     }
-                    (state, waker)
+                    let after = match state {
+                        State::Pending => Shard::after_drop(&guard),
+                        _ => Left::Live,
+                    };
+                    (state, waker, after)
                 };
                 drop(waker);
+                shard.common.after_drop(after);
                 state == State::Pending
             }
             _ => false,
@@ -973,12 +1011,17 @@ impl Timeout {
         // The word first, as `clear` does.
         shard.deadlines.remove(key, self.gen());
         let (state, waker) = guard.wheel.remove(key);
+        let mut after = Left::Live;
         if state == State::Pending {
             guard.counts.fired += 1;
             shard.release_locked(&mut guard, 1);
+            after = Shard::after_drop(&guard);
         }
         drop(guard);
         drop(waker);
+        // As a drop's: its shard's last live entry, on paused time, takes
+        // the alarm armed for it down.
+        shard.common.after_drop(after);
         match state {
             State::Cancelled => self.set(CANCELLED, tick),
             _ => self.set_done(FIRED, tick),

@@ -44,12 +44,18 @@ use std::time::Duration;
 
 use crate::error::StopReason;
 use crate::engine::executor::TaskRunner;
-use crate::engine::shard::{panic_message, stop, wake, Common, Shard, ShardState, TaskInner};
-use crate::wheel::raw::{Key, Popped, State};
+use crate::engine::shard::{
+    panic_message, stop, wake, Common, Shard, ShardState, TaskInner, LAZY_SLACK,
+};
+use crate::wheel::raw::{Ahead, Key, Popped, State};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
 pub(crate) const BATCH: usize = 32;
+
+/// Entries a turn looks at, at most, on each shard for timeouts dropped
+/// lazily ahead of its clock (see [`reclaim_dropped`]), on the real clock.
+const RECLAIM_BUDGET: usize = 1_024;
 
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
@@ -160,6 +166,9 @@ pub(crate) enum Fired {
     /// woken by reference, then put back (see [`put_back`]).
     Beat(Key, Waker),
     Task(Arc<TaskInner>),
+    /// The waker of a timeout dropped lazily, reclaimed: dropped, never
+    /// woken, after the lock.
+    Dropped(Waker),
     /// Delivered already (a place [`deliver`] emptied).
     Gone,
 }
@@ -177,6 +186,8 @@ pub(crate) fn turn(
     let mut next = u64::MAX;
     let mut total = 0;
     let mut spawned = 0;
+    // A shard's sweep for dropped entries left unfinished: turn again soon.
+    let mut again = false;
     // On paused time (see `Clock`) an interval's tick fires not re-armed,
     // and a timeout's lateness counts from its deadline in its word.
     let on_tokio_ms = common.clock.follows_tokio_ms();
@@ -192,11 +203,12 @@ pub(crate) fn turn(
             let mut rearmed = 0;
             let mut stalled = 0;
             let mut tasks = 0;
+            let mut reclaimed = 0;
             let shard_next = {
                 let mut guard = shard.lock();
                 let state = &mut *guard;
                 let deadlines = &shard.deadlines;
-                while expired + rearmed < BATCH {
+                while expired + rearmed + reclaimed < BATCH {
                     // A timeout whose deadline was extended without the
                     // lock goes back into the wheel at its new deadline,
                     // unwoken; an interval's entry is re-armed for its next
@@ -230,6 +242,12 @@ pub(crate) fn turn(
                             stalled += usize::from(!on_tokio_ms);
                             continue;
                         }
+                        // A timeout dropped lazily: out, unwoken.
+                        Some(Popped::Reclaimed(waker)) => {
+                            reclaimed += 1;
+                            batch.extend(waker.map(Fired::Dropped));
+                            continue;
+                        }
                         Some(Popped::Expired(entry)) => entry,
                     };
                     // On paused time a timeout is filed at the end of its
@@ -257,10 +275,14 @@ pub(crate) fn turn(
                 state.counts.fired += expired as u64;
                 state.counts.ticks += (rearmed - stalled) as u64;
                 shard.release_locked(state, expired);
+                state.lazy -= reclaimed;
                 if state.wheel.is_empty() {
                     common.shard_idle(index);
                 }
-                (expired + rearmed < BATCH).then(|| state.wheel.next_expiration())
+                // With timeouts dropped lazily, the next expiration comes
+                // after they are looked at (`reclaim_dropped`).
+                (expired + rearmed + reclaimed < BATCH)
+                    .then(|| (state.lazy == 0).then(|| state.wheel.next_expiration()))
             };
             common.tasks_done(tasks);
             total += expired + rearmed;
@@ -272,13 +294,108 @@ pub(crate) fn turn(
                 put_back(&shard, batch);
             }
             if let Some(shard_next) = shard_next {
+                let shard_next = shard_next.unwrap_or_else(|| {
+                    let (shard_next, unfinished) = reclaim_dropped(common, &shard, index, batch);
+                    again |= unfinished;
+                    shard_next
+                });
                 next = next.min(shard_next.unwrap_or(u64::MAX));
                 break;
             }
         }
     }
     runner.turned(spawned);
+    if again {
+        // On the real clock: the runtime's next millisecond (see
+        // `RuntimeAlarm::arm`), or the thread's next tick.
+        next = next.min(now);
+    }
     (next, total)
+}
+
+/// After a turn's pops on `shard`: takes out of its wheel timeouts dropped
+/// lazily ahead of the clock (their entries cold: the handle only marked
+/// their words), in batches of [`BATCH`] under the lock, their wakers
+/// dropped after it, never woken. Returns the shard's next expiration,
+/// `None` where it holds nothing live (dropped entries are no work), and
+/// whether what it had to reclaim waits for another turn.
+///
+/// Two ways, by what the shard holds:
+///
+/// - Where it holds live entries and at most [`LAZY_SLACK`] more dropped
+///   ones, it looks ahead of the clock, in the order entries come due, up
+///   to the first list with a live entry (`Wheel::reclaim_ahead`): the
+///   alarm is then armed for live work, not for a dropped timeout's
+///   deadline, and a shard whose dropped timeouts come due one after
+///   another (W14: a read timeout dropped on every message) reclaims them
+///   a thousand at a time in a turn for the first of them, rather than in
+///   a turn for each. On the real clock it looks at [`RECLAIM_BUDGET`]
+///   entries at most a turn; what is left is due later than the last it
+///   looked at, and its own turn goes on.
+/// - Where it holds more than that, or nothing live, it sweeps every list
+///   (`Wheel::sweep`), going on the next turn where it stopped: so a
+///   shard's dropped entries never outnumber its live ones by more than
+///   `LAZY_SLACK` for long (live entries that fired since the drops may
+///   have left them so), and an idle shard holds none.
+///
+/// On paused time it takes everything there is to take in this turn, so
+/// that no alarm is left for a dropped timeout's deadline, which an idle
+/// runtime would auto-advance its clock to (tokio's timer leaves none).
+fn reclaim_dropped(
+    common: &Common,
+    shard: &Shard,
+    index: usize,
+    batch: &mut Vec<Fired>,
+) -> (Option<u64>, bool) {
+    let mut budget = if common.clock.paused() {
+        usize::MAX
+    } else {
+        RECLAIM_BUDGET
+    };
+    loop {
+        let (next, unfinished) = {
+            let mut guard = shard.lock();
+            let state = &mut *guard;
+            let deadlines = &shard.deadlines;
+            let live = state.live();
+            let chunk = BATCH.min(budget);
+            budget -= chunk;
+            let mut reclaimed = 0;
+            let mut reclaim = |waker: Option<Waker>| {
+                reclaimed += 1;
+                batch.extend(waker.map(Fired::Dropped));
+            };
+            let finished = if state.lazy == 0 {
+                true
+            } else if live == 0 || state.lazy > live + LAZY_SLACK {
+                let at = &mut state.sweep;
+                state
+                    .wheel
+                    .sweep(at, chunk, |key| deadlines.take_dropped(key), &mut reclaim)
+            } else {
+                state
+                    .wheel
+                    .reclaim_ahead(chunk, |key| deadlines.take_dropped(key), &mut reclaim)
+                    != Ahead::Budget
+            };
+            state.lazy -= reclaimed;
+            if state.wheel.is_empty() {
+                common.shard_idle(index);
+            }
+            if finished || budget == 0 {
+                let next = state.wheel.next_expiration().filter(|_| state.live() > 0);
+                let sweeping = state.lazy > 0 && (state.live() == 0 || state.lazy > state.live() + LAZY_SLACK);
+                (Some(next), !finished && sweeping)
+            } else {
+                (None, false)
+            }
+        };
+        // The wakers of what it reclaimed, after the lock.
+        batch.clear();
+        if let Some(next) = next {
+            return (next, unfinished);
+        }
+    }
 }
 
 /// Wakes what `batch` holds and hands its callbacks to `runner`, in order,
@@ -297,6 +414,7 @@ pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner, spawned: &mut
         match std::mem::replace(fired, Fired::Gone) {
             Fired::Waker(waker) => wake(waker),
             Fired::Task(task) => *spawned += usize::from(runner.run(task)),
+            Fired::Dropped(waker) => drop(waker),
             Fired::Beat(..) | Fired::Gone => {}
         }
     }
