@@ -1457,7 +1457,9 @@ impl<T: Default> Wheel<T> {
     /// keeps, counting each entry looked at in `seen` up to `budget`.
     /// (The dropped entries after a kept one come out as the list does,
     /// when it comes due or moves into level 0: a walk that went on past
-    /// kept entries would start over at them on its next call.)
+    /// kept entries would start over at them on its next call.) What it
+    /// takes is the head of the list each time: the list's new head is
+    /// written once, at the end.
     fn reclaim_list(
         &mut self,
         list: List,
@@ -1467,18 +1469,38 @@ impl<T: Default> Wheel<T> {
         reclaimed: &mut impl FnMut(T),
     ) -> Ahead {
         let mut key = self.head(list);
-        let mut kept = false;
+        let mut ahead = Ahead::Done;
+        let mut taken = 0;
         while key != NIL {
             if *seen >= budget {
-                return Ahead::Budget;
+                ahead = Ahead::Budget;
+                break;
             }
             *seen += 1;
-            key = self.reclaim_if(key, dropped, reclaimed, &mut kept);
-            if kept {
-                return Ahead::Kept;
+            let entry = self.entry(key);
+            if entry.is_detached() || !dropped(key) {
+                ahead = Ahead::Kept;
+                break;
+            }
+            let next = entry.next;
+            reclaimed(self.entries.remove(key).value);
+            taken += 1;
+            key = next;
+        }
+        if taken > 0 {
+            self.linked -= taken;
+            // An emptied bucket's end is left stale (see `tails`).
+            match list {
+                List::Bucket(i) => self.buckets.heads[i] = key,
+                List::Ring(i) => self.ring.heads[i] = key,
+                List::Never => self.never = key,
+                List::Due => self.due = key,
+            }
+            if key != NIL {
+                self.entry_mut(key).prev = NIL;
             }
         }
-        Ahead::Done
+        ahead
     }
 
     /// Takes out the linked entry `key` if it is owned and `dropped` names
