@@ -212,6 +212,12 @@ pub(crate) struct ShardState {
     /// Where the driver's sweep for dropped entries goes on (see
     /// `driver/mod.rs`).
     pub(crate) sweep: SweepAt,
+    /// A sweep was asked for (the dropped entries outnumbered the live ones
+    /// by more than [`LAZY_SLACK`]) and has not come round every list yet:
+    /// the driver goes on with it turn after turn, whatever the counts say
+    /// meanwhile, so that one crossing of the bound costs one sweep, not a
+    /// turn for each drop that crosses it again.
+    pub(crate) sweep_asked: bool,
     /// How late the driver fired this shard's entries (see
     /// [`Stats::lateness`]): counted under the lock the turn holds, from
     /// its one clock reading. Boxed: 7 KiB inline would stand between the
@@ -339,6 +345,7 @@ impl Shared {
                         lazy: 0,
                         inserts: 0,
                         sweep: SweepAt::default(),
+                        sweep_asked: false,
                         lateness: Box::default(),
                         released: 0,
                     }),
@@ -804,9 +811,9 @@ impl Common {
     /// released: what the shard was left with ([`Shard::after_drop`]).
     ///
     /// - More dropped entries than live ones and [`LAZY_SLACK`] (the live
-    ///   ones went, dropped at once or fired, since those were dropped):
-    ///   the driver turns soon ([`turn_soon`](Self::turn_soon)) and sweeps
-    ///   them out.
+    ///   ones went, dropped at once or fired, since those were dropped),
+    ///   for the first time since the last sweep: the driver turns soon
+    ///   ([`turn_soon`](Self::turn_soon)) and sweeps them out.
     /// - Nothing live, on paused time: the driver turns soon too, reclaims
     ///   what the shard holds, and takes the alarm armed for the entry's
     ///   deadline down where nothing else is pending, so that an idle
@@ -1134,15 +1141,21 @@ impl Shard {
         state.lazy -= reclaimed;
         debug_assert_eq!(state.lazy, 0, "a dropped entry out of every list");
         state.sweep = SweepAt::default();
+        state.sweep_asked = false;
         wakers
     }
 
     /// What a handle's drop left its shard with, `state` (under the lock):
-    /// see [`Common::after_drop`].
+    /// see [`Common::after_drop`]. Asks for the sweep where its dropped
+    /// entries outnumber its live ones by more than [`LAZY_SLACK`], once.
     #[inline]
-    pub(crate) fn after_drop(state: &ShardState) -> Left {
+    pub(crate) fn after_drop(state: &mut ShardState) -> Left {
         let live = state.live();
         if state.lazy > live + LAZY_SLACK {
+            if state.sweep_asked {
+                return Left::Live;
+            }
+            state.sweep_asked = true;
             Left::TooManyDropped
         } else if live == 0 {
             Left::Idle
@@ -1275,6 +1288,7 @@ pub(crate) fn stop(
             }
             state.lazy = 0;
             state.sweep = SweepAt::default();
+            state.sweep_asked = false;
             state.counts.cancelled += drained as u64;
             // Unpolled timeouts are not in the wheel: they release their
             // count when polled or dropped.

@@ -861,7 +861,7 @@ impl Timeout {
                         guard.lazy += 1;
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
-                        let after = Shard::after_drop(&guard);
+                        let after = Shard::after_drop(&mut guard);
                         drop(guard);
                         shard.common.after_drop(after);
                         self.set(CANCELLED, 0);
@@ -879,7 +879,7 @@ impl Timeout {
                         shard.release_locked(&mut guard, 1);
                     }
                     let after = match state {
-                        State::Pending => Shard::after_drop(&guard),
+                        State::Pending => Shard::after_drop(&mut guard),
                         _ => Left::Live,
                     };
                     (state, waker, after)
@@ -1015,7 +1015,7 @@ impl Timeout {
         if state == State::Pending {
             guard.counts.fired += 1;
             shard.release_locked(&mut guard, 1);
-            after = Shard::after_drop(&guard);
+            after = Shard::after_drop(&mut guard);
         }
         drop(guard);
         drop(waker);

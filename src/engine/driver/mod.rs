@@ -324,7 +324,7 @@ pub(crate) fn turn(
 ///
 /// - Where it holds live entries and at most [`LAZY_SLACK`] more dropped
 ///   ones, it looks ahead of the clock, in the order entries come due, up
-///   to the first list with a live entry (`Wheel::reclaim_ahead`): the
+///   to the first live entry (`Wheel::reclaim_ahead`): the
 ///   alarm is then armed for live work, not for a dropped timeout's
 ///   deadline, and a shard whose dropped timeouts come due one after
 ///   another (W14: a read timeout dropped on every message) reclaims them
@@ -332,11 +332,12 @@ pub(crate) fn turn(
 ///   a turn for each. On the real clock it looks at [`RECLAIM_BUDGET`]
 ///   entries at most a turn; what is left is due later than the last it
 ///   looked at, and its own turn goes on.
-/// - Where it holds more than that, or nothing live, it sweeps every list
-///   (`Wheel::sweep`), going on the next turn where it stopped: so a
-///   shard's dropped entries never outnumber its live ones by more than
-///   `LAZY_SLACK` for long (live entries that fired since the drops may
-///   have left them so), and an idle shard holds none.
+/// - Where it holds more than that (live entries went, dropped at once or
+///   fired, since those were dropped), or nothing live, it sweeps every
+///   list (`Wheel::sweep`), one whole round, turn after turn where the
+///   budget stops it (`ShardState::sweep_asked`): its dropped entries come
+///   back under the bound for long, not by a batch (which the next drop
+///   would cross again, for a turn each), and an idle shard holds none.
 ///
 /// On paused time it takes everything there is to take in this turn, so
 /// that no alarm is left for a dropped timeout's deadline, which an idle
@@ -365,13 +366,19 @@ fn reclaim_dropped(
                 reclaimed += 1;
                 batch.extend(waker.map(Fired::Dropped));
             };
+            if live == 0 || state.lazy > live + LAZY_SLACK {
+                state.sweep_asked = true;
+            }
             let finished = if state.lazy == 0 {
+                state.sweep_asked = false;
                 true
-            } else if live == 0 || state.lazy > live + LAZY_SLACK {
+            } else if state.sweep_asked {
                 let at = &mut state.sweep;
-                state
+                let round = state
                     .wheel
-                    .sweep(at, chunk, |key| deadlines.take_dropped(key), &mut reclaim)
+                    .sweep(at, chunk, |key| deadlines.take_dropped(key), &mut reclaim);
+                state.sweep_asked = !round;
+                round
             } else {
                 state
                     .wheel
@@ -384,8 +391,7 @@ fn reclaim_dropped(
             }
             if finished || budget == 0 {
                 let next = state.wheel.next_expiration().filter(|_| state.live() > 0);
-                let sweeping = state.lazy > 0 && (state.live() == 0 || state.lazy > state.live() + LAZY_SLACK);
-                (Some(next), !finished && sweeping)
+                (Some(next), state.sweep_asked)
             } else {
                 (None, false)
             }
