@@ -89,9 +89,29 @@ fn fired_tick(tick: u64) -> u64 {
 ///
 /// # Cancellation
 ///
-/// Dropping a `Timeout` removes it from the wheel at once. If the timer is
-/// [stopped](crate::Timer::stop) (or its runtime shuts down) the timeout
-/// completes, with [`is_cancelled`](Timeout::is_cancelled) true.
+/// Dropping a `Timeout` (or [`cancel`](Timeout::cancel)ling it) cancels it
+/// before `drop` returns: it never fires, never wakes its task, and
+/// [`Timer::pending`](crate::Timer::pending) stops counting it at once. Its
+/// entry leaves the wheel at once too, unless it is cold: polled once and
+/// dropped after 4,096 or more timeouts registered on its shard (a read
+/// timeout dropped seconds after it was polled, when another branch of a
+/// `select!` won), its entry and the entries beside it are out of the
+/// cache, so the drop only marks it dropped, and the driver takes it out
+/// with others in a pass ahead of its clock, by its deadline at the latest
+/// (lazy cancellation: the cost of a timeout that never fires is a cache
+/// line, not a handful). Until then the entry holds the waker the timeout
+/// was last polled with, and so that task's allocation: a task that ended
+/// on such a drop is freed up to the timeout's remaining time later (in a
+/// shard with nothing live left, at the driver's next turn;
+/// [`Timer::shrink`](crate::Timer::shrink) and the timer's stop reclaim
+/// them at once). [`Stats::unreclaimed`](crate::Stats::unreclaimed) counts
+/// these entries: a shard holds at most 64 more of them than its live
+/// timeouts, intervals and tasks as each is dropped, and where live ones
+/// went since, the driver sweeps them out.
+///
+/// If the timer is [stopped](crate::Timer::stop) (or its runtime shuts
+/// down) the timeout completes, with [`is_cancelled`](Timeout::is_cancelled)
+/// true.
 ///
 /// # Examples
 ///
