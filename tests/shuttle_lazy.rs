@@ -190,20 +190,19 @@ impl Shard {
 
     /// `Timeout::clear` of a registered timeout whose entry is cold
     /// (`lazily`) or not: under the lock, the word marked dropped and the
-    /// entry left linked; else (or where it fired, or was drained by the
-    /// stop) the word cleared and the entry taken out, its waker let go.
+    /// entry left linked, its waker taken; else (or where it fired, or was
+    /// drained by the stop) the word cleared and the entry taken out, its
+    /// waker let go.
     fn drop_handle(&self, gen: u64, lazily: bool) -> Dropped {
         if lazily && self.variant == Variant::DropWithoutLock && self.mark_dropped(gen) {
             let mut inner = self.lock.lock().unwrap();
-            inner.log.cancelled += 1;
-            inner.log.lazy += 1;
+            Self::dropped_lazily(&mut inner);
             return Dropped::Lazily;
         }
         let mut inner = self.lock.lock().unwrap();
         assert_eq!(inner.entry.gen, gen);
         if lazily && self.mark_dropped(gen) {
-            inner.log.cancelled += 1;
-            inner.log.lazy += 1;
+            Self::dropped_lazily(&mut inner);
             return Dropped::Lazily;
         }
         self.word.store(gen << GEN_SHIFT, Ordering::Release);
@@ -216,6 +215,17 @@ impl Shard {
         }
         inner.entry.state = St::Vacant;
         Dropped::AtOnce(state)
+    }
+
+    /// A lazy drop's count, under the lock: cancelled, left in the wheel,
+    /// its waker let go (the entry's line is the drop's; its neighbours'
+    /// are not).
+    fn dropped_lazily(inner: &mut Inner) {
+        inner.log.cancelled += 1;
+        inner.log.lazy += 1;
+        if let Some(token) = inner.entry.waker.take() {
+            inner.log.released.push(token);
+        }
     }
 
     /// `Deadlines::due`: reclaim a dropped entry, re-file one moved later,

@@ -98,16 +98,15 @@ fn fired_tick(tick: u64) -> u64 {
 /// `select!` won), its entry and the entries beside it are out of the
 /// cache, so the drop only marks it dropped, and the driver takes it out
 /// with others in a pass ahead of its clock, by its deadline at the latest
-/// (lazy cancellation: the cost of a timeout that never fires is a cache
-/// line, not a handful). Until then the entry holds the waker the timeout
-/// was last polled with, and so that task's allocation: a task that ended
-/// on such a drop is freed up to the timeout's remaining time later (in a
-/// shard with nothing live left, at the driver's next turn;
+/// (lazy cancellation: a timeout that never fires costs its drop its own
+/// entry and deadline word, not its neighbours' lines too). The waker it
+/// was polled with goes at the drop either way, and with it the task's
+/// allocation, as with tokio. [`Stats::unreclaimed`](crate::Stats::unreclaimed)
+/// counts the entries left: a shard holds at most 64 more of them than its
+/// live timeouts, intervals and tasks as each is dropped, and where live
+/// ones went since (or none are left), the driver sweeps them out;
 /// [`Timer::shrink`](crate::Timer::shrink) and the timer's stop reclaim
-/// them at once). [`Stats::unreclaimed`](crate::Stats::unreclaimed) counts
-/// these entries: a shard holds at most 64 more of them than its live
-/// timeouts, intervals and tasks as each is dropped, and where live ones
-/// went since, the driver sweeps them out.
+/// them at once.
 ///
 /// If the timer is [stopped](crate::Timer::stop) (or its runtime shuts
 /// down) the timeout completes, with [`is_cancelled`](Timeout::is_cancelled)
@@ -871,10 +870,14 @@ impl Timeout {
                         self.set(CANCELLED, 0);
                         return false;
                     };
-                    // A cold entry stays where it is, its word marked
-                    // dropped, for the driver to reclaim: the word alone
-                    // is touched, not the entry, its neighbours, nor the
-                    // directory lines that reach them.
+                    // A cold entry stays in its list, its word marked
+                    // dropped, for the driver to reclaim with others: its
+                    // neighbours and the directory lines that reach them
+                    // are not touched. Its waker goes now: held until the
+                    // reclaim, it kept an ended task's allocation alive,
+                    // and the driver's drop of it, on the task's cold
+                    // header, cost more than the entry's line does here
+                    // (W14 with churn, see `may_drop_lazily`).
                     if Shard::may_drop_lazily(&guard, self.stamp())
                         && shard.deadlines.drop_lazily(self.key(), self.gen())
                     {
@@ -882,7 +885,9 @@ impl Timeout {
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
                         let after = Shard::after_drop(&mut guard);
+                        let waker = guard.wheel.get_mut(self.key()).and_then(Option::take);
                         drop(guard);
+                        drop(waker);
                         shard.common.after_drop(after);
                         self.set(CANCELLED, 0);
                         return true;
