@@ -124,6 +124,46 @@ trait Way: Sized {
     fn leave_dropped(&self) {}
 }
 
+/// The items of a row that wraps row `$w` in its field `$inner`, as that
+/// row has them ([`NoProc`], [`Lazy`]): all but `start`, `start_spawning`
+/// and `leave_dropped`.
+macro_rules! forward_way {
+    ($w:ty, $inner:tt) => {
+        const NAME: &'static str = <$w>::NAME;
+        const KIND: Kind = <$w>::KIND;
+        const LATE: Duration = <$w>::LATE;
+        const SHORT: Duration = <$w>::SHORT;
+        const PAUSED: bool = <$w>::PAUSED;
+        fn block_on<F: Future>(&self, f: F) -> F::Output {
+            self.$inner.block_on(f)
+        }
+        fn timer(&self) -> Timer {
+            self.$inner.timer()
+        }
+        fn sleep(&self, d: Duration) -> BoxFuture {
+            self.$inner.sleep(d)
+        }
+        fn now(&self) -> Instant {
+            self.$inner.now()
+        }
+        fn pass(&self, d: Duration) -> BoxFuture {
+            self.$inner.pass(d)
+        }
+        fn jump(&self, d: Duration) -> BoxFuture {
+            self.$inner.jump(d)
+        }
+        fn drop_runtime(&mut self) {
+            self.$inner.drop_runtime();
+        }
+        fn forget_timer(&mut self) {
+            self.$inner.forget_timer();
+        }
+        fn driver_ended(&self) {
+            self.$inner.driver_ended();
+        }
+    };
+}
+
 /// A row with timeouts dropped lazily in its timer at each lifecycle event
 /// (issue 54): as `W`, and where a column calls
 /// [`leave_dropped`](Way::leave_dropped), [`DROPPED`] timeouts made on
@@ -147,11 +187,7 @@ const DROPPED: usize = 16;
 
 #[cfg(any(feature = "tokio", feature = "thread"))]
 impl<W: Way> Way for Lazy<W> {
-    const NAME: &'static str = W::NAME;
-    const KIND: Kind = W::KIND;
-    const LATE: Duration = W::LATE;
-    const SHORT: Duration = W::SHORT;
-    const PAUSED: bool = W::PAUSED;
+    forward_way!(W, way);
     fn start() -> Self {
         Lazy {
             way: W::start(),
@@ -164,33 +200,6 @@ impl<W: Way> Way for Lazy<W> {
             way: W::start_spawning(),
             wakers: std::sync::Mutex::default(),
         }
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        self.way.block_on(f)
-    }
-    fn timer(&self) -> Timer {
-        self.way.timer()
-    }
-    fn sleep(&self, d: Duration) -> BoxFuture {
-        self.way.sleep(d)
-    }
-    fn now(&self) -> Instant {
-        self.way.now()
-    }
-    fn pass(&self, d: Duration) -> BoxFuture {
-        self.way.pass(d)
-    }
-    fn jump(&self, d: Duration) -> BoxFuture {
-        self.way.jump(d)
-    }
-    fn drop_runtime(&mut self) {
-        self.way.drop_runtime();
-    }
-    fn forget_timer(&mut self) {
-        self.way.forget_timer();
-    }
-    fn driver_ended(&self) {
-        self.way.driver_ended();
     }
     fn leave_dropped(&self) {
         let timer = self.way.timer();
@@ -293,11 +302,7 @@ fn jail_dir(pid: u32) -> std::path::PathBuf {
 
 #[cfg(target_os = "linux")]
 impl<W: Way> Way for NoProc<W> {
-    const NAME: &'static str = W::NAME;
-    const KIND: Kind = W::KIND;
-    const LATE: Duration = W::LATE;
-    const SHORT: Duration = W::SHORT;
-    const PAUSED: bool = W::PAUSED;
+    forward_way!(W, 0);
     fn start() -> Self {
         let way = W::start();
         if IN_JAIL.load(Ordering::SeqCst) {
@@ -312,33 +317,6 @@ impl<W: Way> Way for NoProc<W> {
             lose_proc();
         }
         NoProc(way)
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        self.0.block_on(f)
-    }
-    fn timer(&self) -> Timer {
-        self.0.timer()
-    }
-    fn sleep(&self, d: Duration) -> BoxFuture {
-        self.0.sleep(d)
-    }
-    fn now(&self) -> Instant {
-        self.0.now()
-    }
-    fn pass(&self, d: Duration) -> BoxFuture {
-        self.0.pass(d)
-    }
-    fn jump(&self, d: Duration) -> BoxFuture {
-        self.0.jump(d)
-    }
-    fn drop_runtime(&mut self) {
-        self.0.drop_runtime();
-    }
-    fn forget_timer(&mut self) {
-        self.0.forget_timer();
-    }
-    fn driver_ended(&self) {
-        self.0.driver_ended();
     }
     fn leave_dropped(&self) {
         self.0.leave_dropped();

@@ -1392,58 +1392,72 @@ impl<T: Default> Wheel<T> {
         mut reclaimed: impl FnMut(T),
     ) -> Ahead {
         let mut seen = 0;
-        let start = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
-        let len = self.buckets.heads.len();
-        // Level 0, from the cursor's bucket round the window and back.
-        let mut from = start;
-        let mut left = len;
-        while left > 0 {
-            let Some(bucket) = self.buckets.occupied.next_set_cyclic(from) else {
-                break;
-            };
-            let step = (bucket + len - from) % len + 1;
-            if step > left {
-                break;
-            }
-            left -= step;
-            from = (bucket + 1) % len;
-            let walk = self.reclaim_list(
-                List::Bucket(bucket),
-                &mut seen,
-                budget,
-                &mut dropped,
-                &mut reclaimed,
-            );
-            if self.buckets.heads[bucket] == NIL {
-                self.buckets.occupied.clear(bucket);
-            }
-            if walk != Ahead::Done {
-                return walk;
+        // Level 0, from the cursor's bucket round the window and back;
+        // then the ring, from the round after the window, once round.
+        let cursor = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
+        let ahead = self.reclaim_level(
+            false,
+            cursor,
+            &mut seen,
+            budget,
+            &mut dropped,
+            &mut reclaimed,
+        );
+        if ahead != Ahead::Done {
+            return ahead;
+        }
+        let next_round =
+            ((self.round_of(self.elapsed + 1) + self.window) & self.ring_mask) as usize;
+        self.reclaim_level(
+            true,
+            next_round,
+            &mut seen,
+            budget,
+            &mut dropped,
+            &mut reclaimed,
+        )
+    }
+
+    /// [`reclaim_ahead`](Self::reclaim_ahead)'s walk of one level, the
+    /// ring (`ring`) or level 0: its occupied lists in turn from `from`,
+    /// once round.
+    fn reclaim_level(
+        &mut self,
+        ring: bool,
+        from: usize,
+        seen: &mut usize,
+        budget: usize,
+        dropped: &mut impl FnMut(Key) -> bool,
+        reclaimed: &mut impl FnMut(T),
+    ) -> Ahead {
+        fn level<T>(wheel: &Wheel<T>, ring: bool) -> &Level {
+            if ring {
+                &wheel.ring
+            } else {
+                &wheel.buckets
             }
         }
-        // The ring, from the round after the window, once round.
-        let len = self.ring.heads.len();
-        let mut from = ((self.round_of(self.elapsed + 1) + self.window) & self.ring_mask) as usize;
-        let mut left = len;
+        let len = level(self, ring).heads.len();
+        let (mut from, mut left) = (from, len);
         while left > 0 {
-            let Some(slot) = self.ring.occupied.next_set_cyclic(from) else {
+            let Some(i) = level(self, ring).occupied.next_set_cyclic(from) else {
                 break;
             };
-            let step = (slot + len - from) % len + 1;
+            let step = (i + len - from) % len + 1;
             if step > left {
                 break;
             }
             left -= step;
-            from = (slot + 1) % len;
-            let walk = self.reclaim_list(
-                List::Ring(slot),
-                &mut seen,
-                budget,
-                &mut dropped,
-                &mut reclaimed,
-            );
-            if self.ring.heads[slot] == NIL {
-                self.ring.occupied.clear(slot);
+            from = (i + 1) % len;
+            let list = if ring { List::Ring(i) } else { List::Bucket(i) };
+            let walk = self.reclaim_list(list, seen, budget, dropped, reclaimed);
+            let level = if ring {
+                &mut self.ring
+            } else {
+                &mut self.buckets
+            };
+            if level.heads[i] == NIL {
+                level.occupied.clear(i);
             }
             if walk != Ahead::Done {
                 return walk;
