@@ -26,12 +26,17 @@
 //! Arguments: the contender (`floor`: no timeout; `tokio`:
 //! `tokio::time::timeout`; `time`: `hashwheel::time::timeout`; `timer`: a
 //! `Timer` handle's `timeout`), the connections, and the seconds of
-//! messages after the warm-up. Then, in any order: `polluter` adds a task
-//! that writes a line of every 64 bytes of 2 MiB each millisecond (on
-//! `tokio::time`, for every contender alike), as `heartbeat_counts` does:
-//! what a park and the neighbours of a shared machine leave of the caches
-//! between two batches on the real clock, where paused time keeps the
-//! timer's own structures warm from one message to the next; `churn`
+//! messages after the warm-up. Then, in any order: `polluter` has the
+//! router write a line of every 64 bytes of 2 MiB before each batch of
+//! messages (each millisecond with a message), as `heartbeat_counts`'s
+//! polluter does every millisecond: what a park and the neighbours of a
+//! shared machine leave of the caches between two batches on the real
+//! clock, where paused time keeps the timer's own structures warm from one
+//! message to the next. Written by the router, its passes are the same for
+//! every contender and build (a task of its own ran one pass more or less
+//! at the end of one run than of another, as the runtime's order of work
+//! in a millisecond went, a difference of 8 cache misses a message between
+//! two builds of the same code); `churn`
 //! closes 1,000 connections a second and opens as many (W14's churn row:
 //! the router drops a connection's channel, which ends its task, and an
 //! acceptor task spawns the new one), and prints the resident set at the
@@ -99,17 +104,14 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Writes a line of every 64 bytes of 2 MiB each millisecond.
-async fn pollute() {
-    let mut buf = vec![0u8; 2 << 20];
-    let mut every = tokio::time::interval(Duration::from_millis(1));
-    loop {
-        every.tick().await;
-        for line in buf.chunks_mut(64) {
-            line[0] = line[0].wrapping_add(1);
-        }
-        std::hint::black_box(&buf);
+/// Writes a line of every 64 bytes of `buf` (2 MiB). Not inlined: its
+/// own misses, the same for every contender, can be told apart.
+#[inline(never)]
+fn pollute(buf: &mut [u8]) {
+    for line in buf.chunks_mut(64) {
+        line[0] = line[0].wrapping_add(1);
     }
+    std::hint::black_box(&buf);
 }
 
 /// xorshift64*: the same phases for every contender.
@@ -155,9 +157,7 @@ fn main() {
             drop(hashwheel::Timer::current());
         }
         tokio::time::pause();
-        if polluter {
-            tokio::spawn(pollute());
-        }
+        let mut polluted = vec![0u8; if polluter { 2 << 20 } else { 0 }];
         let ended = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let spawn = {
             let (which, timer, ended) = (which.clone(), timer.clone(), ended.clone());
@@ -228,6 +228,7 @@ fn main() {
                     return (sent, measured);
                 }
                 tokio::time::sleep_until(at).await;
+                pollute(&mut polluted);
                 if measured.is_none() && at >= start + WARM_UP {
                     measured = Some((thread_cpu(), sent));
                 }
