@@ -675,7 +675,9 @@ impl Timer {
     /// scheduled-task tables that hold none. It keeps the slots below a live entry (a timeout
     /// keeps its slot while it lives: nothing moves) and the deadline words
     /// (8 bytes per slot, up to the highest slot ever used), which handles
-    /// read without the lock. O(slots) under each shard's lock in turn.
+    /// read without the lock. Timeouts dropped and left in the wheel for
+    /// the driver to reclaim (see [Cancellation](crate::Timeout#cancellation))
+    /// are reclaimed first. O(slots) under each shard's lock in turn.
     ///
     /// # Examples
     ///
@@ -694,10 +696,18 @@ impl Timer {
     /// # }
     /// ```
     pub fn shrink(&self) -> usize {
-        (0..self.shared.shards.len())
+        self.shared
+            .shards
+            .iter()
             .map(|shard| {
-                let mut state = self.shared.lock(shard);
-                state.wheel.shrink() + state.tasks.shrink()
+                let (freed, dropped) = {
+                    let mut state = shard.lock();
+                    let dropped = shard.reclaim_all(&mut state);
+                    (state.wheel.shrink() + state.tasks.shrink(), dropped)
+                };
+                // Their tasks' wakers, never woken, after the lock.
+                drop(dropped);
+                freed
             })
             .sum()
     }

@@ -121,6 +121,10 @@ pub(crate) enum Due {
     Rearm(u64),
     /// Fire it, keeping its value in the entry: [`Popped::Stalled`].
     Stall,
+    /// Its owner dropped it and left it linked (the timer's lazy
+    /// cancellation): take it out of the wheel and the store, unfired, and
+    /// return [`Popped::Reclaimed`].
+    Reclaim,
 }
 
 /// What [`Wheel::pop_expired_checked`] took out.
@@ -132,6 +136,37 @@ pub(crate) enum Popped<T> {
     /// An owned entry fired and stays, fired, with its value ([`Due::Stall`]);
     /// its deadline was this tick.
     Stalled(u64),
+    /// An owned entry its owner dropped ([`Due::Reclaim`]), taken out of
+    /// the wheel and the store unfired, with its value.
+    Reclaimed(T),
+}
+
+/// Where a [`Wheel::sweep`] goes on from: a list (level 0's buckets, then
+/// the ring's slots, then the never list) and the entry in it, if any,
+/// that it had not looked at yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SweepAt {
+    list: usize,
+    key: u32,
+}
+
+impl Default for SweepAt {
+    fn default() -> SweepAt {
+        SweepAt { list: 0, key: NIL }
+    }
+}
+
+/// How a walk of a list for dropped entries ended (see
+/// [`Wheel::reclaim_ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ahead {
+    /// It met an entry it keeps: the wheel's next expiration is no later
+    /// than that entry's list.
+    Kept,
+    /// It looked at its budget's worth of entries.
+    Budget,
+    /// Every list it walks was looked at, and held only dropped entries.
+    Done,
 }
 
 /// An entry that [`Wheel::pop_expired`] took out of the wheel.
@@ -358,7 +393,6 @@ impl<T> Wheel<T> {
     }
 
     /// How many entries are linked (pending).
-    #[cfg(any(test, fuzzing))]
     pub(crate) fn len(&self) -> usize {
         self.linked
     }
@@ -1329,6 +1363,13 @@ impl<T: Default> Wheel<T> {
                     self.linked -= 1;
                     return Some(Popped::Stalled(filed));
                 }
+                Due::Reclaim => {
+                    // Its owner dropped it: out of the wheel and the
+                    // store, unfired.
+                    self.pop_head(key, next, filed);
+                    self.linked -= 1;
+                    return Some(Popped::Reclaimed(self.entries.remove(key).value));
+                }
                 Due::Refile(tick) => (tick, false),
                 Due::Rearm(tick) => (tick, true),
             };
@@ -1363,6 +1404,244 @@ impl<T: Default> Wheel<T> {
         }
         if next != NIL {
             self.entry_mut(next).prev = NIL;
+        }
+    }
+
+    /// Takes the owned entry `key` (links `prev` and `next`, filed at
+    /// `filed`) out of the wheel and the store, unfired: its owner dropped
+    /// it ([`Due::Reclaim`]). Returns its value.
+    fn reclaim(&mut self, key: Key, prev: u32, next: u32, filed: u64) -> T {
+        self.unlink_links(key, prev, next, filed);
+        self.entries.remove(key).value
+    }
+
+    /// Looks at the entries ahead of the cursor in the order they come
+    /// due, `budget` at most: level 0's buckets from the cursor's on,
+    /// round after round of the window, then the ring's slots from the
+    /// round after the window on. Takes out, unfired, the owned entries
+    /// that `dropped(key)` says their owner dropped, handing their values
+    /// to `reclaimed`, and stops at the first entry it keeps:
+    /// [`next_expiration`](Self::next_expiration) then names that entry's
+    /// list's time (or an earlier one), not a dropped entry's. The
+    /// due list (empty after a turn's pops) and the never list are not
+    /// walked. Moves no cursor; clears the occupancy bits of the lists it
+    /// empties.
+    pub(crate) fn reclaim_ahead(
+        &mut self,
+        budget: usize,
+        mut dropped: impl FnMut(Key) -> bool,
+        mut reclaimed: impl FnMut(T),
+    ) -> Ahead {
+        let mut seen = 0;
+        // Level 0, from the cursor's bucket round the window and back;
+        // then the ring, from the round after the window, once round.
+        let cursor = (((self.elapsed + 1) >> self.res) & self.bucket_mask) as usize;
+        let ahead = self.reclaim_level(
+            false,
+            cursor,
+            &mut seen,
+            budget,
+            &mut dropped,
+            &mut reclaimed,
+        );
+        if ahead != Ahead::Done {
+            return ahead;
+        }
+        let next_round =
+            ((self.round_of(self.elapsed + 1) + self.window) & self.ring_mask) as usize;
+        self.reclaim_level(
+            true,
+            next_round,
+            &mut seen,
+            budget,
+            &mut dropped,
+            &mut reclaimed,
+        )
+    }
+
+    /// [`reclaim_ahead`](Self::reclaim_ahead)'s walk of one level, the
+    /// ring (`ring`) or level 0: its occupied lists in turn from `from`,
+    /// once round.
+    fn reclaim_level(
+        &mut self,
+        ring: bool,
+        from: usize,
+        seen: &mut usize,
+        budget: usize,
+        dropped: &mut impl FnMut(Key) -> bool,
+        reclaimed: &mut impl FnMut(T),
+    ) -> Ahead {
+        fn level<T>(wheel: &Wheel<T>, ring: bool) -> &Level {
+            if ring {
+                &wheel.ring
+            } else {
+                &wheel.buckets
+            }
+        }
+        let len = level(self, ring).heads.len();
+        let (mut from, mut left) = (from, len);
+        while left > 0 {
+            let Some(i) = level(self, ring).occupied.next_set_cyclic(from) else {
+                break;
+            };
+            let step = (i + len - from) % len + 1;
+            if step > left {
+                break;
+            }
+            left -= step;
+            from = (i + 1) % len;
+            let list = if ring { List::Ring(i) } else { List::Bucket(i) };
+            let walk = self.reclaim_list(list, seen, budget, dropped, reclaimed);
+            let level = if ring {
+                &mut self.ring
+            } else {
+                &mut self.buckets
+            };
+            if level.heads[i] == NIL {
+                level.occupied.clear(i);
+            }
+            if walk != Ahead::Done {
+                return walk;
+            }
+        }
+        Ahead::Done
+    }
+
+    /// Walks `list` from its head, taking out the entries `dropped` names
+    /// (see [`reclaim_ahead`](Self::reclaim_ahead)) up to the first it
+    /// keeps, counting each entry looked at in `seen` up to `budget`.
+    /// (The dropped entries after a kept one come out as the list does,
+    /// when it comes due or moves into level 0: a walk that went on past
+    /// kept entries would start over at them on its next call.) What it
+    /// takes is the head of the list each time: the list's new head is
+    /// written once, at the end.
+    fn reclaim_list(
+        &mut self,
+        list: List,
+        seen: &mut usize,
+        budget: usize,
+        dropped: &mut impl FnMut(Key) -> bool,
+        reclaimed: &mut impl FnMut(T),
+    ) -> Ahead {
+        let mut key = self.head(list);
+        let mut ahead = Ahead::Done;
+        let mut taken = 0;
+        while key != NIL {
+            if *seen >= budget {
+                ahead = Ahead::Budget;
+                break;
+            }
+            *seen += 1;
+            let entry = self.entry(key);
+            if entry.is_detached() || !dropped(key) {
+                ahead = Ahead::Kept;
+                break;
+            }
+            let next = entry.next;
+            reclaimed(self.entries.remove(key).value);
+            taken += 1;
+            key = next;
+        }
+        if taken > 0 {
+            self.linked -= taken;
+            // An emptied bucket's end is left stale (see `tails`).
+            match list {
+                List::Bucket(i) => self.buckets.heads[i] = key,
+                List::Ring(i) => self.ring.heads[i] = key,
+                List::Never => self.never = key,
+                List::Due => self.due = key,
+            }
+            if key != NIL {
+                self.entry_mut(key).prev = NIL;
+            }
+        }
+        ahead
+    }
+
+    /// Takes out the linked entry `key` if it is owned and `dropped` names
+    /// it, handing its value to `reclaimed`, or sets `kept`; returns the
+    /// next key of its list.
+    #[inline]
+    fn reclaim_if(
+        &mut self,
+        key: Key,
+        dropped: &mut impl FnMut(Key) -> bool,
+        reclaimed: &mut impl FnMut(T),
+        kept: &mut bool,
+    ) -> u32 {
+        let entry = self.entry(key);
+        let (prev, next, tick) = (entry.prev, entry.next, entry.tick());
+        if !entry.is_detached() && dropped(key) {
+            reclaimed(self.reclaim(key, prev, next, tick));
+        } else {
+            *kept = true;
+        }
+        next
+    }
+
+    /// Looks at every linked entry, `budget` at most from where the last
+    /// sweep stopped (`at`), list after list (level 0's buckets, the
+    /// ring's slots, the never list), and takes out, unfired, those that
+    /// `dropped(key)` names, handing their values to `reclaimed`. Returns
+    /// whether it came round to the first list again (`at` then starts
+    /// over). Where the entry it stopped at left its list meanwhile (the
+    /// lock was released between two sweeps), it goes on from the head of
+    /// that list: it may look at an entry twice, or pass one a list
+    /// gained, never loops.
+    pub(crate) fn sweep(
+        &mut self,
+        at: &mut SweepAt,
+        budget: usize,
+        mut dropped: impl FnMut(Key) -> bool,
+        mut reclaimed: impl FnMut(T),
+    ) -> bool {
+        let (buckets, ring) = (self.buckets.heads.len(), self.ring.heads.len());
+        let lists = buckets + ring + 1;
+        let mut seen = 0;
+        while at.list < lists {
+            let list = if at.list < buckets {
+                List::Bucket(at.list)
+            } else if at.list < buckets + ring {
+                List::Ring(at.list - buckets)
+            } else {
+                List::Never
+            };
+            // Where it left off, if that entry is still linked in this
+            // list; else from the head.
+            let mut key = match self.entries.get(at.key) {
+                Some(entry)
+                    if entry.state() == State::Pending && self.list_for(entry.tick()) == list =>
+                {
+                    at.key
+                }
+                _ => self.head(list),
+            };
+            let mut kept = false;
+            while key != NIL {
+                if seen >= budget {
+                    at.key = key;
+                    return false;
+                }
+                seen += 1;
+                key = self.reclaim_if(key, &mut dropped, &mut reclaimed, &mut kept);
+            }
+            *at = SweepAt {
+                list: at.list + 1,
+                key: NIL,
+            };
+        }
+        *at = SweepAt::default();
+        true
+    }
+
+    /// The head of `list`.
+    #[inline]
+    fn head(&self, list: List) -> u32 {
+        match list {
+            List::Bucket(i) => self.buckets.heads[i],
+            List::Ring(i) => self.ring.heads[i],
+            List::Never => self.never,
+            List::Due => self.due,
         }
     }
 
@@ -1605,6 +1884,118 @@ mod tests {
         assert!(drain_due(&mut w, 39).is_empty());
         assert_eq!(drain_due(&mut w, 40), vec![1]);
         let _ = c;
+    }
+
+    /// An entry its owner dropped comes out of a checked pop reclaimed:
+    /// out of the wheel and the store, its value handed back, unfired;
+    /// the others of its bucket fire as before.
+    #[test]
+    fn checked_pop_reclaims_what_was_dropped() {
+        let mut w = Wheel::<u64>::new(8, 4).in_link_order();
+        let a = w.insert(3, false, 1);
+        let b = w.insert(3, false, 2);
+        let c = w.insert(3, false, 3);
+        let (mut fired, mut reclaimed) = (Vec::new(), Vec::new());
+        let due = |k, _, _: &mut u64| if k == b { Due::Reclaim } else { Due::Fire };
+        while let Some(popped) = w.pop_expired_checked(3, due) {
+            match popped {
+                Popped::Expired(e) => fired.push(e.value),
+                Popped::Reclaimed(v) => reclaimed.push(v),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((fired, reclaimed), (vec![1, 3], vec![2]));
+        assert_eq!((w.state(a), w.state(c)), (State::Fired, State::Fired));
+        assert!(w.get(b).is_none(), "its key is free");
+        assert_eq!(w.entries(), 2);
+        assert!(w.is_empty());
+    }
+
+    /// The look ahead takes the dropped entries out of the lists in the
+    /// order they come due, level 0 then the ring, and stops at the first
+    /// entry it keeps: the next expiration is then that entry's list's,
+    /// not a dropped entry's. A budget stops it anywhere.
+    #[test]
+    fn reclaim_ahead_stops_at_the_first_list_it_keeps() {
+        // 8 buckets a round, a window of 2 rounds, 4 ring slots.
+        let mut w = Wheel::<u64>::with_window(8, 4, 0, 2).in_link_order();
+        let d1 = w.insert(2, false, 1);
+        let d2 = w.insert(2, false, 2);
+        let d3 = w.insert(12, false, 3); // the window's second round
+        let keep = w.insert(14, false, 4);
+        let d4 = w.insert(14, false, 5); // after the kept one, same bucket
+        let far = w.insert(40, false, 6); // the ring
+        let dropped = [d1, d2, d3, d4, far];
+        let mut got = Vec::new();
+        let ahead = w.reclaim_ahead(100, |k| dropped.contains(&k), |v| got.push(v));
+        assert_eq!(ahead, Ahead::Kept);
+        assert_eq!(got, vec![1, 2, 3], "in the order they come due");
+        assert_eq!(w.next_expiration(), Some(14));
+        assert_eq!(w.len(), 3);
+        // Called again, it stops at the same kept entry.
+        assert_eq!(
+            w.reclaim_ahead(100, |k| dropped.contains(&k), |v| got.push(v)),
+            Ahead::Kept
+        );
+        assert_eq!(got.len(), 3);
+        // With the kept one gone too: the rest of its bucket, the ring,
+        // then nothing left.
+        w.remove(keep);
+        got.clear();
+        assert_eq!(
+            w.reclaim_ahead(100, |k| dropped.contains(&k), |v| got.push(v)),
+            Ahead::Done
+        );
+        assert_eq!(got, vec![5, 6]);
+        assert!(w.is_empty());
+        assert_eq!(w.next_expiration(), None);
+        // A budget of two in a bucket of three dropped entries.
+        let keys: Vec<Key> = (0..3).map(|i| w.insert(5, false, i)).collect();
+        got.clear();
+        let ahead = w.reclaim_ahead(2, |k| keys.contains(&k), |v| got.push(v));
+        assert_eq!((ahead, got.clone()), (Ahead::Budget, vec![0, 1]));
+        assert_eq!(w.len(), 1);
+        // Tasks (detached entries) are kept.
+        let task = w.insert(3, true, 9);
+        got.clear();
+        assert_eq!(w.reclaim_ahead(10, |_| true, |v| got.push(v)), Ahead::Kept);
+        assert!(got.is_empty(), "the task's bucket comes first");
+        assert_eq!(w.pop_due(3).map(|(k, _, v)| (k, v)), Some((task, 9)));
+    }
+
+    /// A sweep looks at every list, a budget at a time, going on where it
+    /// stopped, from the head of a list whose entry left it meanwhile.
+    #[test]
+    fn a_sweep_goes_on_where_it_stopped() {
+        let mut w = Wheel::<u64>::with_window(8, 4, 0, 2).in_link_order();
+        let ticks = [1, 1, 1, 9, 30, 44, NEVER];
+        let keys: Vec<Key> = ticks.iter().map(|&t| w.insert(t, false, t)).collect();
+        let live = keys[1];
+        let mut at = SweepAt::default();
+        let mut got = Vec::new();
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            if w.sweep(&mut at, 2, |k| k != live, |v| got.push(v)) {
+                break;
+            }
+            if rounds == 1 {
+                // Stopped at the third entry of bucket 1: taken out meanwhile.
+                assert_eq!(
+                    at,
+                    SweepAt {
+                        list: 1,
+                        key: keys[2]
+                    }
+                );
+                w.remove(keys[2]);
+            }
+        }
+        assert_eq!(rounds, 4);
+        // The ring's slots in their order: 44's (slot 1), then 30's (slot 3).
+        assert_eq!(got, vec![1, 9, 44, 30, NEVER]);
+        assert_eq!(w.len(), 1);
+        assert_eq!(at, SweepAt::default());
     }
 
     #[test]

@@ -556,12 +556,15 @@ impl Armed {
 /// on a millisecond the runtime's timer has processed, and following that
 /// timer's millisecond (see `Clock`).
 pub(crate) fn clock(tick_us: u64) -> Clock {
-    if grid_us(tick_us) == RUNTIME_MS_US && paused() {
+    let paused = paused();
+    if grid_us(tick_us) == RUNTIME_MS_US && paused {
         if let Some(start) = processed_ms(Source::Tokio.now()) {
             return Clock::starting_on_tokio_grid(start, tick_us);
         }
     }
-    Clock::new(Source::Tokio, tick_us)
+    let clock = Clock::new(Source::Tokio, tick_us);
+    clock.set_paused(paused);
+    clock
 }
 
 /// Whether the current runtime's time is paused: tokio's clock stays put
