@@ -26,22 +26,12 @@
 //! Arguments: the contender (`floor`: no timeout; `tokio`:
 //! `tokio::time::timeout`; `time`: `hashwheel::time::timeout`; `timer`: a
 //! `Timer` handle's `timeout`), the connections, and the seconds of
-//! messages after the warm-up. Then, in any order: `polluter` has the
-//! router write a line of every 64 bytes of 2 MiB before each batch of
-//! messages (each millisecond with a message), as `heartbeat_counts`'s
-//! polluter does every millisecond: what a park and the neighbours of a
-//! shared machine leave of the caches between two batches on the real
-//! clock, where paused time keeps the timer's own structures warm from one
-//! message to the next. Written by the router, its passes are the same for
-//! every contender and build (a task of its own ran one pass more or less
-//! at the end of one run than of another, as the runtime's order of work
-//! in a millisecond went, a difference of 8 cache misses a message between
-//! two builds of the same code); `churn`
-//! closes 1,000 connections a second and opens as many (W14's churn row:
-//! the router drops a connection's channel, which ends its task, and an
-//! acceptor task spawns the new one), and prints the resident set at the
-//! end (stderr) with the tasks ended and the timer's dropped timeouts not
-//! reclaimed yet.
+//! messages after the warm-up. A fourth argument, `polluter`, adds a task
+//! that writes a line of every 64 bytes of 2 MiB each millisecond (on
+//! `tokio::time`, for every contender alike), as `heartbeat_counts` does:
+//! what a park and the neighbours of a shared machine leave of the caches
+//! between two batches on the real clock, where paused time keeps the
+//! timer's own structures warm from one message to the next.
 
 use std::time::Duration;
 
@@ -104,14 +94,17 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Writes a line of every 64 bytes of `buf` (2 MiB). Not inlined: its
-/// own misses, the same for every contender, can be told apart.
-#[inline(never)]
-fn pollute(buf: &mut [u8]) {
-    for line in buf.chunks_mut(64) {
-        line[0] = line[0].wrapping_add(1);
+/// Writes a line of every 64 bytes of 2 MiB each millisecond.
+async fn pollute() {
+    let mut buf = vec![0u8; 2 << 20];
+    let mut every = tokio::time::interval(Duration::from_millis(1));
+    loop {
+        every.tick().await;
+        for line in buf.chunks_mut(64) {
+            line[0] = line[0].wrapping_add(1);
+        }
+        std::hint::black_box(&buf);
     }
-    std::hint::black_box(&buf);
 }
 
 /// xorshift64*: the same phases for every contender.
@@ -135,14 +128,11 @@ fn main() {
     let which = args.get(1).map_or("timer", String::as_str).to_string();
     let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(50_000);
     let secs: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(5);
-    let (mut polluter, mut churn) = (false, false);
-    for arg in args.iter().skip(4) {
-        match arg.as_str() {
-            "polluter" => polluter = true,
-            "churn" => churn = true,
-            other => panic!("unknown argument {other}: polluter, churn"),
-        }
-    }
+    let polluter = match args.get(4).map(String::as_str) {
+        None => false,
+        Some("polluter") => true,
+        Some(other) => panic!("unknown fourth argument {other}: polluter or none"),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -163,50 +153,21 @@ fn main() {
             drop(hashwheel::Timer::current());
         }
         tokio::time::pause();
-        let mut polluted = vec![0u8; if polluter { 2 << 20 } else { 0 }];
-        let ended = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let spawn = {
-            let (which, timer, ended) = (which.clone(), timer.clone(), ended.clone());
-            move |rx: UnboundedReceiver<()>| {
-                let ended = ended.clone();
-                let count = move || ended.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                match which.as_str() {
-                    "floor" => drop(tokio::spawn(async move {
-                        conn_floor(rx).await;
-                        count();
-                    })),
-                    "tokio" => drop(tokio::spawn(async move {
-                        conn_tokio(rx).await;
-                        count();
-                    })),
-                    "time" => drop(tokio::spawn(async move {
-                        conn_time(rx).await;
-                        count();
-                    })),
-                    "timer" => {
-                        let timer = timer.clone();
-                        drop(tokio::spawn(async move {
-                            conn_timer(timer, rx).await;
-                            count();
-                        }))
-                    }
-                    other => panic!("unknown contender {other}: floor, tokio, time or timer"),
-                }
-            }
-        };
+        if polluter {
+            tokio::spawn(pollute());
+        }
         let mut senders = Vec::with_capacity(n);
         for _ in 0..n {
             let (tx, rx) = unbounded_channel();
             senders.push(tx);
-            spawn(rx);
-        }
-        // The acceptor of the connections the router opens (`churn`).
-        let (accept, mut accepted) = unbounded_channel::<UnboundedReceiver<()>>();
-        tokio::spawn(async move {
-            while let Some(rx) = accepted.recv().await {
-                spawn(rx);
+            match which.as_str() {
+                "floor" => drop(tokio::spawn(conn_floor(rx))),
+                "tokio" => drop(tokio::spawn(conn_tokio(rx))),
+                "time" => drop(tokio::spawn(conn_time(rx))),
+                "timer" => drop(tokio::spawn(conn_timer(timer.clone(), rx))),
+                other => panic!("unknown contender {other}: floor, tokio, time or timer"),
             }
-        });
+        }
         // The connection's future, which tokio keeps in the task's one
         // allocation (in blocks of 128 bytes).
         let (_tx, rx) = unbounded_channel::<()>();
@@ -226,7 +187,6 @@ fn main() {
             let (mut cursor, mut round) = (0usize, 0u32);
             let mut sent = 0u64;
             let mut measured = None;
-            let mut churned = 0u64;
             loop {
                 let at = start + PERIOD * round + Duration::from_micros(order[cursor].0);
                 let at = at.max(Instant::now() + Duration::from_millis(1));
@@ -234,7 +194,6 @@ fn main() {
                     return (sent, measured);
                 }
                 tokio::time::sleep_until(at).await;
-                pollute(&mut polluted);
                 if measured.is_none() && at >= start + WARM_UP {
                     measured = Some((thread_cpu(), sent));
                 }
@@ -251,52 +210,9 @@ fn main() {
                         (cursor, round) = (0, round + 1);
                     }
                 }
-                // 1,000 a second: each closed (its channel dropped) and
-                // opened again on the same phase.
-                let due = if churn {
-                    (now - start).as_millis() as u64
-                } else {
-                    0
-                };
-                while churned < due {
-                    let slot = (churned % n as u64) as usize;
-                    let (tx, rx) = unbounded_channel();
-                    senders[slot] = tx;
-                    let _ = accept.send(rx);
-                    churned += 1;
-                }
             }
         });
         let (sent, measured) = router.await.unwrap();
-        let ours = match which.as_str() {
-            "timer" => Some(timer.clone()),
-            "time" => Some(hashwheel::Timer::current()),
-            _ => None,
-        };
-        if let Some(stats) = ours.map(|timer| timer.stats()) {
-            eprintln!(
-                "{which}: the timer's driver turned {} times, its alarm armed {} times; \
-                 {} timeouts fired, {} cancelled, {} dropped not reclaimed",
-                stats.driver_wakeups,
-                stats.alarm_arms,
-                stats.fired,
-                stats.cancelled,
-                stats.unreclaimed
-            );
-        }
-        if churn {
-            let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-            let pages: u64 = statm
-                .split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
-            eprintln!(
-                "{which}: {} connections ended, resident set {:.1} MiB",
-                ended.load(std::sync::atomic::Ordering::Relaxed),
-                (pages * 4096) as f64 / (1 << 20) as f64
-            );
-        }
         if let Some((cpu0, sent0)) = measured {
             let messages = sent - sent0;
             println!(

@@ -33,16 +33,6 @@ use std::time::Duration;
 /// interval made before the stop has been dropped (each counts as
 /// cancelled as it goes, if the stop had not already).
 ///
-/// A timeout dropped while pending counts as cancelled at once, whether
-/// its entry leaves the wheel then or waits for the driver to reclaim it
-/// ([`unreclaimed`](Self::unreclaimed), which `cancelled` includes). The
-/// entries the timer holds are the pending timeouts polled at least once,
-/// intervals and tasks, and the `unreclaimed` ones:
-///
-/// ```text
-/// unreclaimed <= cancelled
-/// ```
-///
 /// # Examples
 ///
 /// ```
@@ -131,19 +121,6 @@ pub struct Stats {
     /// that includes and what it does not). Over the timer's life: take the
     /// [`since`](Lateness::since) of two snapshots for an interval.
     pub lateness: Lateness,
-    /// Timeouts dropped (or cancelled) while pending whose wheel entry the
-    /// timer has not reclaimed yet. Each counted in
-    /// [`cancelled`](Self::cancelled) as it was dropped, and no longer
-    /// [`pending`](Self::pending): it never fires nor wakes its task. A
-    /// timeout polled once and dropped long after (its entry out of the
-    /// cache) leaves its entry for the driver, which takes it out in a
-    /// pass with others when its deadline comes, or sooner (see
-    /// [Cancellation](crate::Timeout#cancellation)). A shard holds at most
-    /// 64 more of them than its live entries (timeouts polled and
-    /// pending, intervals, tasks), none once the timer is stopped, and
-    /// those of a shard whose last live entry went are reclaimed at its
-    /// driver's next turn.
-    pub unreclaimed: usize,
 }
 
 /// log2 of the sub-buckets per power of two: 32, so a bucket is at most

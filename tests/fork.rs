@@ -701,55 +701,6 @@ fn a_childs_deadline_scopes_never_wait_for_a_lock_its_parent_held() {
     assert!(Instant::now() >= deadline, "never early");
 }
 
-/// A child forked with timeouts dropped lazily in the thread-driven `Timer`
-/// it inherited (cold when dropped: their entries left in the wheel for the
-/// parent's driver to reclaim, issue 54): there they count in no
-/// `pending()`, its drops and its stop (which only marks the copy stopped)
-/// treat them as cancelled and wake none (their wakers are its parent's
-/// tasks'), and nothing waits for them. The parent's driver reclaims them,
-/// unwoken.
-#[test]
-fn a_child_inherits_dropped_timeouts_as_cancelled() {
-    let timer = Timer::builder().driver_thread().shards(1).build().unwrap();
-    let (counter, waker) = common::counting_waker();
-    let mut cx = Context::from_waker(&waker);
-    let mut register = |d: Duration| {
-        let mut t = timer.sleep(d);
-        assert!(Pin::new(&mut t).poll(&mut cx).is_pending());
-        t
-    };
-    let dropped: Vec<_> = (0..20).map(|i| register(ms(50 + i))).collect();
-    let mut live: Vec<_> = (0..5)
-        .map(|_| register(Duration::from_secs(3_600)))
-        .collect();
-    common::cool(&timer);
-    drop(dropped);
-    assert_eq!(timer.stats().unreclaimed, 20);
-    let result = fork(
-        || {
-            let s = timer.stats();
-            let inherited = s.pending == 5 && s.unreclaimed <= 20;
-            drop(live.pop());
-            timer.stop();
-            inherited && timer.pending() == 0 && counter.wakes() == 0
-        },
-        || {},
-    );
-    result.unwrap();
-    let start = Instant::now();
-    while timer.stats().unreclaimed > 0 && start.elapsed() < LIMIT {
-        thread::sleep(ms(1));
-    }
-    assert_eq!(
-        timer.stats().unreclaimed,
-        0,
-        "the parent's driver reclaims them"
-    );
-    assert_eq!(counter.wakes(), 0, "none woken");
-    assert_eq!(timer.pending(), 5);
-    drop(live);
-}
-
 /// What a child does to the thread-driven `Timer` it inherited that would
 /// set the timerfd it shares with its parent: an insert earlier than the
 /// alarm arms it, then a stop shuts it.

@@ -86,9 +86,6 @@ trait Way: Sized {
     /// under paused time, a few hundred on the real clock, where a loaded
     /// machine may stall a thread between two lines.
     const SHORT: Duration;
-    /// The row runs on tokio's paused clock, on one thread: its driver
-    /// turns only where the cell lets its runtime run.
-    const PAUSED: bool = false;
     /// A fresh row: a runtime and a timer on it, or a thread-driven timer.
     fn start() -> Self;
     /// A timer of the row whose callbacks are spawned on a runtime
@@ -119,135 +116,6 @@ trait Way: Sized {
     /// Waits (bounded) until the driver of a timer whose every handle went
     /// has ended, where the row can see it; fails if it did not.
     fn driver_ended(&self) {}
-    /// Leaves timeouts dropped lazily in the row's timer, where the row
-    /// is one of [`Lazy`]'s; nothing elsewhere. The lifecycle columns call
-    /// it just before their event.
-    fn leave_dropped(&self) {}
-}
-
-/// The items of a row that wraps row `$w` in its field `$inner`, as that
-/// row has them ([`NoProc`], [`Lazy`]): all but `start`, `start_spawning`
-/// and `leave_dropped`.
-macro_rules! forward_way {
-    ($w:ty, $inner:tt) => {
-        const NAME: &'static str = <$w>::NAME;
-        const KIND: Kind = <$w>::KIND;
-        const LATE: Duration = <$w>::LATE;
-        const SHORT: Duration = <$w>::SHORT;
-        const PAUSED: bool = <$w>::PAUSED;
-        fn block_on<F: Future>(&self, f: F) -> F::Output {
-            self.$inner.block_on(f)
-        }
-        fn timer(&self) -> Timer {
-            self.$inner.timer()
-        }
-        fn sleep(&self, d: Duration) -> BoxFuture {
-            self.$inner.sleep(d)
-        }
-        fn now(&self) -> Instant {
-            self.$inner.now()
-        }
-        fn pass(&self, d: Duration) -> BoxFuture {
-            self.$inner.pass(d)
-        }
-        fn jump(&self, d: Duration) -> BoxFuture {
-            self.$inner.jump(d)
-        }
-        fn drop_runtime(&mut self) {
-            self.$inner.drop_runtime();
-        }
-        fn forget_timer(&mut self) {
-            self.$inner.forget_timer();
-        }
-        fn driver_ended(&self) {
-            self.$inner.driver_ended();
-        }
-    };
-}
-
-/// A row with timeouts dropped lazily in its timer at each lifecycle event
-/// (issue 54): as `W`, and where a column calls
-/// [`leave_dropped`](Way::leave_dropped), [`DROPPED`] timeouts made on
-/// the calling thread, polled once, made cold (see `common::cool`) and
-/// dropped, their entries left in the wheel for the driver to reclaim
-/// (`Stats::unreclaimed`): half due soon (within a few short delays of the
-/// row, so that the column's own waits meet them coming due), half in an
-/// hour. They must change nothing a column sees: they never fire nor wake
-/// their waker (checked as the row ends), count in no `pending()`, keep no
-/// timer or driver alive, and move no paused clock; `stop`, the runtime's
-/// shutdown, the last handle's drop, a fork and the loss of `/proc` treat
-/// them as cancelled.
-struct Lazy<W> {
-    way: W,
-    /// The wakers of the timeouts it dropped: none may be woken.
-    wakers: std::sync::Mutex<Vec<Arc<common::CountingWaker>>>,
-}
-
-/// The timeouts [`Lazy::leave_dropped`] drops each time.
-const DROPPED: usize = 16;
-
-#[cfg(any(feature = "tokio", feature = "thread"))]
-impl<W: Way> Way for Lazy<W> {
-    forward_way!(W, way);
-    fn start() -> Self {
-        Lazy {
-            way: W::start(),
-            wakers: std::sync::Mutex::default(),
-        }
-    }
-    #[cfg(feature = "tokio")]
-    fn start_spawning() -> Self {
-        Lazy {
-            way: W::start_spawning(),
-            wakers: std::sync::Mutex::default(),
-        }
-    }
-    fn leave_dropped(&self) {
-        let timer = self.way.timer();
-        let (counter, waker) = counting_waker();
-        let soon = |i: usize| Self::SHORT * (1 + i as u32 % 4);
-        let mut dropped: Vec<_> = (0..DROPPED)
-            .map(|i| {
-                let d = if i % 2 == 0 {
-                    soon(i)
-                } else {
-                    Duration::from_secs(3_600)
-                };
-                let mut t = timer.sleep(d);
-                assert!(poll(&mut t, &waker).is_pending(), "{}", W::NAME);
-                t
-            })
-            .collect();
-        common::cool(&timer);
-        let before = timer.stats();
-        dropped.clear();
-        let after = timer.stats();
-        assert_eq!(after.pending + DROPPED, before.pending, "{}", W::NAME);
-        assert_eq!(after.cancelled, before.cancelled + DROPPED as u64);
-        // Where no other thread turns the wheels meanwhile (on the real
-        // clock the driver may reclaim them at any moment).
-        if W::PAUSED {
-            assert!(
-                after.unreclaimed >= before.unreclaimed + DROPPED,
-                "{}: left none in the wheel: {after:?}",
-                W::NAME
-            );
-        }
-        self.wakers.lock().unwrap().push(counter);
-    }
-}
-
-impl<W> Drop for Lazy<W> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            return;
-        }
-        let wakers = self.wakers.get_mut().unwrap();
-        assert!(
-            wakers.iter().all(|w| w.wakes() == 0),
-            "a timeout dropped lazily was woken"
-        );
-    }
 }
 
 /// A row that loses `/proc` once its timer is built (`W`'s timer, then a
@@ -303,7 +171,10 @@ fn jail_dir(pid: u32) -> std::path::PathBuf {
 
 #[cfg(target_os = "linux")]
 impl<W: Way> Way for NoProc<W> {
-    forward_way!(W, 0);
+    const NAME: &'static str = W::NAME;
+    const KIND: Kind = W::KIND;
+    const LATE: Duration = W::LATE;
+    const SHORT: Duration = W::SHORT;
     fn start() -> Self {
         let way = W::start();
         if IN_JAIL.load(Ordering::SeqCst) {
@@ -319,8 +190,32 @@ impl<W: Way> Way for NoProc<W> {
         }
         NoProc(way)
     }
-    fn leave_dropped(&self) {
-        self.0.leave_dropped();
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.0.block_on(f)
+    }
+    fn timer(&self) -> Timer {
+        self.0.timer()
+    }
+    fn sleep(&self, d: Duration) -> BoxFuture {
+        self.0.sleep(d)
+    }
+    fn now(&self) -> Instant {
+        self.0.now()
+    }
+    fn pass(&self, d: Duration) -> BoxFuture {
+        self.0.pass(d)
+    }
+    fn jump(&self, d: Duration) -> BoxFuture {
+        self.0.jump(d)
+    }
+    fn drop_runtime(&mut self) {
+        self.0.drop_runtime();
+    }
+    fn forget_timer(&mut self) {
+        self.0.forget_timer();
+    }
+    fn driver_ended(&self) {
+        self.0.driver_ended();
     }
 }
 
@@ -463,7 +358,6 @@ impl<const TICK_US: u64, const OFFSET_US: u64> Way for CurrentThread<TICK_US, OF
     /// deadline.
     const LATE: Duration = Duration::from_micros(TICK_US);
     const SHORT: Duration = Duration::from_millis(2);
-    const PAUSED: bool = true;
     fn start() -> Self {
         CurrentThread::with(hashwheel::TaskExecutor::default())
     }
@@ -731,13 +625,10 @@ impl Way for AsyncIoWay {
 }
 
 /// Lets time pass on the row's clock until `done` (bounded by
-/// [`Way::LATE`] of real time, and at least 5 s of it: a loaded machine
-/// may stall a thread, and on a paused row, whose `LATE` is a tick, for
-/// longer than that: a cell on paused time failed so, one run in a few
-/// dozen, with the other cells of the matrix running beside it).
+/// [`Way::LATE`] of real time: a loaded machine may stall a thread).
 async fn until<W: Way>(way: &W, done: impl Fn() -> bool) {
     let start = Instant::now();
-    while !done() && start.elapsed() < W::LATE.max(Duration::from_secs(5)) {
+    while !done() && start.elapsed() < W::LATE {
         way.pass(ms(1)).await;
     }
 }
@@ -756,7 +647,6 @@ fn never_early<W: Way>() {
     let way = W::start();
     let way = &way;
     way.block_on(async {
-        way.leave_dropped();
         let delays = [0, 1, 500, 1_000, 1_500, 2_000, 3_333, 5_000];
         for d in delays.map(us) {
             let start = way.now();
@@ -807,7 +697,6 @@ fn catch_up_in_order<W: Way>() {
             assert!(poll(&mut sleep, &waker).is_pending(), "{}", W::NAME);
             sleeps.push(sleep);
         }
-        way.leave_dropped();
         way.jump(ms(30)).await;
         until(&way, || log.lock().unwrap().len() >= sleeps.len()).await;
         let woken = log.lock().unwrap().clone();
@@ -828,9 +717,6 @@ fn exactly_once<W: Way>() {
         let (counter, waker) = counting_waker();
         let mut sleep = way.sleep(W::SHORT);
         assert!(poll(&mut sleep, &waker).is_pending());
-        if has_timer::<W>() {
-            way.leave_dropped();
-        }
         way.pass(W::SHORT + ms(1)).await;
         until(&way, || counter.wakes() > 0).await;
         assert_eq!(counter.wakes(), 1, "{}: woken once", W::NAME);
@@ -864,8 +750,6 @@ fn cancel_at_drop<W: Way>() {
         assert!(poll(&mut polled, &waker).is_pending());
         let unpolled = way.sleep(W::SHORT);
         if has_timer::<W>() {
-            assert_eq!(way.timer().pending(), 2, "{}", W::NAME);
-            way.leave_dropped();
             assert_eq!(way.timer().pending(), 2, "{}", W::NAME);
         }
         drop(polled);
@@ -906,8 +790,6 @@ fn exact_pending<W: Way>() {
             assert!(poll(sleep, &waker).is_pending());
         }
         assert_eq!(timer.pending(), 10, "polled or not");
-        way.leave_dropped();
-        assert_eq!(timer.pending(), 10, "dropped ones count in no pending()");
         let runs = Arc::new(AtomicUsize::new(0));
         let tasks: Vec<_> = (0..4)
             .map(|i| timer.schedule(far + ms(i), counted(&runs)))
@@ -1040,7 +922,6 @@ fn stop<W: Way>() {
         let mut unpolled = timer.sleep(Duration::from_secs(60));
         let runs = Arc::new(AtomicUsize::new(0));
         let task = timer.schedule(Duration::from_secs(60), counted(&runs));
-        way.leave_dropped();
         let never_ran = timer.stop();
         assert_eq!(counter.wakes(), 1, "{}: woken by stop", W::NAME);
         assert!(poll(&mut polled, &waker).is_ready());
@@ -1052,12 +933,6 @@ fn stop<W: Way>() {
         assert!(never_ran[0].run(), "{}: handed back", W::NAME);
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         assert_eq!(timer.pending(), 0);
-        assert_eq!(
-            timer.stats().unreclaimed,
-            0,
-            "{}: dropped ones gone",
-            W::NAME
-        );
         assert!(timer.try_sleep(ms(1)).unwrap_err().is_stopped());
         assert!(timer.try_schedule(ms(1), || {}).unwrap_err().is_stopped());
         assert!(timer.stop().is_empty(), "only the first stop counts");
@@ -1102,7 +977,6 @@ fn interval_ticks<W: Way>() {
         let mut waiting = timer.interval_at(way.now() + far, far);
         assert!(waiting.poll_next_unpin(&mut cx).is_pending());
         intervals.push(waiting);
-        way.leave_dropped();
         timer.stop();
         assert!(counter.wakes() >= 1, "{}: stop woke no interval", W::NAME);
         for interval in &mut intervals {
@@ -1234,7 +1108,6 @@ fn runtime_shutdown<W: Way>() {
     let owned = Arc::new(());
     let freed = Arc::downgrade(&owned);
     let task = timer.schedule(Duration::from_secs(60), move || drop(owned));
-    way.leave_dropped();
     way.drop_runtime();
     drop(rt);
     match W::KIND {
@@ -1249,7 +1122,6 @@ fn runtime_shutdown<W: Way>() {
             let err = timer.try_sleep(ms(1)).unwrap_err();
             assert!(err.is_stopped());
             assert!(err.to_string().contains("runtime"), "{err}");
-            assert_eq!(timer.stats().unreclaimed, 0, "{}", W::NAME);
         }
         Kind::Thread => {
             // Nothing here was the runtime's: it goes on.
@@ -1310,7 +1182,6 @@ fn spawn_runtime_gone<W: Way>() {
         due
     });
     let pending = timer.schedule(Duration::from_secs(60), counted(&runs));
-    way.leave_dropped();
     way.drop_runtime();
     // A thread driver may be handing a callback on as the runtime goes: it
     // is neither expired nor cancelled until then.
@@ -1345,7 +1216,6 @@ fn last_handle_dropped<W: Way>() {
     let runs = Arc::new(AtomicUsize::new(0));
     let timeout = timer.sleep(ms(3));
     let task = timer.schedule(ms(4), counted(&runs));
-    way.leave_dropped();
     drop(timer);
     let mut way = way;
     way.forget_timer();
@@ -1383,9 +1253,6 @@ fn panics_contained<W: Way>() {
         let (counter, waker) = counting_waker();
         let mut good = way.sleep(W::SHORT);
         assert!(poll(&mut good, &waker).is_pending());
-        if has_timer::<W>() {
-            way.leave_dropped();
-        }
         way.pass(W::SHORT + ms(1)).await;
         until(&way, || counter.wakes() > 0).await;
         assert_eq!(counter.wakes(), 1, "{}: the batch went on", W::NAME);
@@ -1457,11 +1324,7 @@ fn paused_clock<W: Way>() {
                 );
             }
             assert_eq!(timer.pending(), 0);
-            // Timeouts dropped lazily, nothing live: no alarm is left for
-            // their deadlines either.
-            way.leave_dropped();
             assert_eq!(idle_moves_clock().await, Duration::ZERO, "{}", W::NAME);
-            assert_eq!(timer.stats().unreclaimed, 0, "{}", W::NAME);
         }),
         Kind::Thread => paused.block_on(async {
             let before = tokio::time::Instant::now();
@@ -1524,7 +1387,6 @@ fn contended<W: Way>() {
     let mut hour = timer.sleep(Duration::from_secs(3_600));
     assert!(poll(&mut hour, &waker).is_pending());
     assert_eq!(timer.pending(), 1);
-    way.leave_dropped();
     timer.stop();
     assert_eq!(
         counter.wakes(),
@@ -1856,33 +1718,6 @@ macro_rules! matrix {
 }
 
 matrix! {
-    // Issue 54: the rows with timeouts dropped lazily at each event.
-    #[cfg(feature = "tokio")]
-    lazy_current_thread: super::Lazy<super::CurrentThread> [
-        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
-        runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, paused_clock, interval_ticks, catch_up_in_order,
-        contended,
-    ]
-    #[cfg(feature = "tokio")]
-    lazy_coarse_tick: super::Lazy<super::CurrentThread<2_000>> [
-        never_early, cancel_at_drop, stop, runtime_shutdown, paused_clock,
-        catch_up_in_order,
-    ]
-    #[cfg(feature = "tokio")]
-    lazy_multi_thread: super::Lazy<super::MultiThread> [
-        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
-        runtime_shutdown, spawn_runtime_gone, last_handle_dropped,
-        panics_contained, interval_ticks, catch_up_in_order, contended,
-    ]
-    #[cfg(feature = "thread")]
-    lazy_thread_driver: super::Lazy<super::ThreadDriver> [
-        never_early, exactly_once, cancel_at_drop, exact_pending, stop,
-        runtime_shutdown,
-        #[cfg(feature = "tokio")] spawn_runtime_gone,
-        last_handle_dropped, panics_contained, paused_clock, interval_ticks,
-        catch_up_in_order, contended,
-    ]
     #[cfg(feature = "tokio")]
     current_thread: super::CurrentThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,
@@ -1963,21 +1798,6 @@ macro_rules! no_proc {
 
 #[cfg(target_os = "linux")]
 no_proc! {
-    #[cfg(feature = "tokio")]
-    lazy_current_thread: super::super::Lazy<super::super::CurrentThread> [
-        exactly_once, cancel_at_drop, exact_pending, stop, runtime_shutdown,
-        last_handle_dropped, paused_clock, contended,
-    ]
-    #[cfg(feature = "tokio")]
-    lazy_multi_thread: super::super::Lazy<super::super::MultiThread> [
-        exactly_once, cancel_at_drop, exact_pending, stop, runtime_shutdown,
-        last_handle_dropped, contended,
-    ]
-    #[cfg(feature = "thread")]
-    lazy_thread_driver: super::super::Lazy<super::super::ThreadDriver> [
-        exactly_once, cancel_at_drop, exact_pending, stop, runtime_shutdown,
-        last_handle_dropped, contended,
-    ]
     #[cfg(feature = "tokio")]
     current_thread: super::super::CurrentThread [
         never_early, exactly_once, cancel_at_drop, exact_pending, stop,

@@ -107,10 +107,6 @@ pub(crate) struct Clock {
     /// Follows the runtime timer's millisecond (see above): the runtime's
     /// time is paused, as last seen. Only ever set with `on_tokio_grid`.
     follows_tokio_ms: AtomicBool,
-    /// The runtime's time was paused when last seen (as the timer was
-    /// built, and after each turn of its driver), whatever the clock
-    /// follows: see [`paused`](Self::paused).
-    paused: AtomicBool,
     /// The runtime whose clock a timer driven by one reads (see
     /// [`now`](Self::now)): the one it was built in.
     #[cfg(feature = "tokio")]
@@ -128,7 +124,6 @@ impl Clock {
             #[cfg(feature = "tokio")]
             on_tokio_grid: false,
             follows_tokio_ms: AtomicBool::new(false),
-            paused: AtomicBool::new(false),
             #[cfg(feature = "tokio")]
             runtime: match source {
                 Source::Tokio => tokio::runtime::Handle::try_current().ok(),
@@ -149,7 +144,6 @@ impl Clock {
             tick_us,
             on_tokio_grid: true,
             follows_tokio_ms: AtomicBool::new(true),
-            paused: AtomicBool::new(true),
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
@@ -161,26 +155,21 @@ impl Clock {
         self.follows_tokio_ms.load(Ordering::Relaxed)
     }
 
-    /// Notes whether the runtime's time is `paused`: the clock follows the
-    /// runtime timer's millisecond while it is, where it started on one (a
-    /// clock not started on it never does).
+    /// Whether the clock starts on the runtime timer's millisecond, and
+    /// can follow it.
     #[cfg(feature = "tokio")]
-    pub(crate) fn set_paused(&self, paused: bool) {
-        if paused != self.paused() {
-            self.paused.store(paused, Ordering::Relaxed);
-        }
+    #[inline]
+    pub(crate) fn on_tokio_grid(&self) -> bool {
+        self.on_tokio_grid
+    }
+
+    /// Follows the runtime timer's millisecond or not, as the runtime's
+    /// time is `paused` or not; a clock not started on it never does.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn set_follows_tokio_ms(&self, paused: bool) {
         if self.on_tokio_grid && paused != self.follows_tokio_ms() {
             self.follows_tokio_ms.store(paused, Ordering::Relaxed);
         }
-    }
-
-    /// Whether the runtime's time was paused when last seen: as the timer
-    /// was built, and after each turn of its driver (a pause or resume
-    /// since is seen at the next turn). Never for a thread-driven timer's
-    /// clock. One relaxed load.
-    #[inline]
-    pub(crate) fn paused(&self) -> bool {
-        self.paused.load(Ordering::Relaxed)
     }
 
     /// The tick a driver turns at, by the clock reading `now`: `now`

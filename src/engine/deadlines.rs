@@ -27,8 +27,7 @@ use crate::wheel::store::{self, Place};
 /// | 62    | [`BEAT`]: the entry is an [`Interval`](crate::Interval)'s  |
 /// | 61    | [`UNTAKEN`]: an interval's tick fired, not taken yet;      |
 /// |       | a timeout's: [`TOKIO_MS`], filed by the runtime's millisecond |
-/// | 60    | [`STALLED`]: an interval's entry fired while a tick waited; |
-/// |       | a timeout's: [`DROPPED`], its handle gone, the entry left   |
+/// | 60    | [`STALLED`]: an interval's entry fired while a tick waited |
 /// | 48-59 | generation of the slot: bumped by every insert into it     |
 /// | 0-47  | a timeout's deadline tick, or [`FAR`]: ask the wheel; an   |
 /// |       | interval's re-arm tick                                     |
@@ -42,14 +41,6 @@ use crate::wheel::store::{self, Place};
 /// still ahead, and otherwise clears `LINKED` with a compare-and-swap and
 /// fires it: a concurrent extension either lands before that (and is
 /// re-filed) or fails (and the handle finds the entry fired under the lock).
-///
-/// A timeout dropped while its entry is linked and cold (see
-/// `Timeout::clear`) may leave the entry where it is: its handle marks the
-/// word [`DROPPED`] under the lock, touching neither the entry nor its
-/// neighbours, and the driver takes the entry out when it meets it, as it
-/// comes due ([`Due::Reclaim`]) or looking ahead of its clock (see
-/// `driver/mod.rs`), also under the lock. Nothing else writes such a word:
-/// its handle, the one writer without the lock, is gone.
 ///
 /// # An interval's word: its beat
 ///
@@ -95,11 +86,6 @@ pub(crate) const TOKIO_MS: u64 = UNTAKEN;
 /// re-armed (it is fired, not linked); taking the tick re-arms it under the
 /// lock.
 pub(crate) const STALLED: u64 = 1 << 60;
-/// A timeout's entry (not [`BEAT`]) whose handle was dropped while it was
-/// linked, left linked in the wheel for the driver to reclaim (see
-/// [`Deadlines::drop_lazily`]). The bit is an interval's [`STALLED`]; a
-/// timeout's word never has that.
-pub(crate) const DROPPED: u64 = STALLED;
 const GEN_SHIFT: u32 = 48;
 /// The generation part of a deadline word, shifted down.
 pub(crate) const GEN_MASK: u64 = (1 << 12) - 1;
@@ -368,9 +354,7 @@ impl Deadlines {
     /// `filed`), or [`Due::Fire`] once it is marked fired (`LINKED`
     /// cleared, in a compare-and-swap that a concurrent extension makes
     /// retry). It fires only at the deadline it is filed at, which the
-    /// wheel hands out once the clock has reached it: never early. One
-    /// whose handle was dropped ([`DROPPED`]): [`Due::Reclaim`], its word
-    /// cleared (see [`take_dropped`](Self::take_dropped)).
+    /// wheel hands out once the clock has reached it: never early.
     ///
     /// An interval's ([`BEAT`]): see [`beat_due`](Self::beat_due).
     #[inline]
@@ -385,12 +369,6 @@ impl Deadlines {
         let mut cur = slot.load(Ordering::Acquire);
         if cur & BEAT != 0 {
             return Self::beat_due(slot, cur, filed, waker, woken);
-        }
-        if cur & DROPPED != 0 {
-            // Its handle is gone: nothing writes the word but this, under
-            // the lock.
-            slot.store(cur & (GEN_MASK << GEN_SHIFT), Ordering::Release);
-            return Due::Reclaim;
         }
         loop {
             let tick = cur & FAR;
@@ -466,45 +444,6 @@ impl Deadlines {
                 Err(actual) => word = actual,
             }
         }
-    }
-
-    /// The handle of the linked timeout `key` of generation `gen` is
-    /// dropped, and leaves its entry in the wheel for the driver to
-    /// reclaim: marks its word [`DROPPED`], under the lock. `false` (and
-    /// nothing changed) where the word is not that timeout's, linked: it
-    /// fired, the timer stopped, or the entry is an interval's; and where
-    /// its deadline is too far for the word ([`FAR`]: years out, or
-    /// never), which no turn of the driver would come to. The caller
-    /// removes the entry then.
-    ///
-    /// The word stays linked, so that the driver, which reads it as the
-    /// entry comes due, finds it there; a plain store, as in
-    /// [`remove`](Self::remove): the handle is the one writer without the
-    /// lock, and it is the one dropping.
-    #[inline]
-    pub(crate) fn drop_lazily(&self, key: Key, gen: u64) -> bool {
-        let slot = self.slot(key);
-        let cur = slot.load(Ordering::Acquire);
-        if cur & (LINKED | BEAT | DROPPED) != LINKED || word_gen(cur) != gen || cur & FAR == FAR {
-            return false;
-        }
-        slot.store(cur | DROPPED, Ordering::Release);
-        true
-    }
-
-    /// Whether the entry `key` is a timeout's whose handle dropped it
-    /// ([`drop_lazily`](Self::drop_lazily)); if so its word is cleared,
-    /// keeping its generation, as the entry leaves the wheel (under the
-    /// lock: the driver looking ahead, a sweep, the timer's stop).
-    #[inline]
-    pub(crate) fn take_dropped(&self, key: Key) -> bool {
-        let slot = self.slot(key);
-        let cur = slot.load(Ordering::Acquire);
-        if cur & (BEAT | DROPPED) != DROPPED {
-            return false;
-        }
-        slot.store(cur & (GEN_MASK << GEN_SHIFT), Ordering::Release);
-        true
     }
 
     /// The entry `key` left the wheel (fired, cancelled or removed) under
@@ -715,37 +654,5 @@ mod tests {
         assert_ne!(next, gen);
         assert!(!table.extend(7, gen, 300), "a stale handle");
         assert_eq!(table.tick(7), Some(10));
-    }
-
-    #[test]
-    fn a_dropped_word_is_reclaimed_not_fired_nor_extended() {
-        let table = Deadlines::new();
-        let gen = table.insert(7, 100, 0);
-        assert!(table.extend(7, gen, 200));
-        assert!(!table.drop_lazily(7, gen + 1), "another generation");
-        assert!(table.drop_lazily(7, gen));
-        assert!(!table.drop_lazily(7, gen), "dropped once");
-        assert!(table.is_linked(7, gen), "left linked");
-        // Whether its deadline moved or not, it comes out reclaimed.
-        let due = |filed| table.due(7, filed, &mut None, |_| unreachable!());
-        assert_eq!(due(100), Due::Reclaim);
-        assert!(!table.is_linked(7, gen));
-        assert!(!table.take_dropped(7), "cleared as it was reclaimed");
-        // The next entry at the key takes the next generation.
-        assert_ne!(table.insert(7, 10, 0), gen);
-        // Fired first: not dropped lazily (the handle removes it).
-        let gen = table.insert(8, 5, 0);
-        assert_eq!(table.due(8, 5, &mut None, |_| unreachable!()), Due::Fire);
-        assert!(!table.drop_lazily(8, gen));
-        // An interval's word never is.
-        let beat = table.insert(9, 5, BEAT);
-        assert!(!table.drop_lazily(9, beat));
-        assert!(!table.take_dropped(9));
-        // A sweep's check takes a dropped word once.
-        let gen = table.insert(10, 5, 0);
-        assert!(!table.take_dropped(10));
-        assert!(table.drop_lazily(10, gen));
-        assert!(table.take_dropped(10));
-        assert!(!table.take_dropped(10));
     }
 }

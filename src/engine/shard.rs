@@ -18,7 +18,7 @@ use crate::engine::clock::{on_grid, Clock, RUNTIME_MS_US};
 use crate::error::{Error, StopReason};
 use crate::engine::process::Origin;
 use crate::stats::{Lateness, Stats};
-use crate::wheel::raw::{level_bytes, Expired, Key, State, SweepAt, Wheel, NEVER};
+use crate::wheel::raw::{level_bytes, Expired, Key, State, Wheel, NEVER};
 use crate::wheel::store::Sparse;
 
 pub(crate) use crate::engine::clock::{far_future, UNIT_NS};
@@ -201,23 +201,6 @@ pub(crate) struct ShardState {
     released: usize,
     /// Counts kept under the lock, which the operation holds anyway.
     pub(crate) counts: Counts,
-    /// Entries of timeouts dropped lazily and not reclaimed yet (see
-    /// [`Shard::may_drop_lazily`]): linked in the wheel, neither pending
-    /// nor counted there as live.
-    pub(crate) lazy: usize,
-    /// Entries inserted into the wheel, modulo 2^32: how many came in
-    /// since a timeout registered tells whether its entry is still in the
-    /// cache (see [`Shard::may_drop_lazily`]).
-    pub(crate) inserts: u32,
-    /// Where the driver's sweep for dropped entries goes on (see
-    /// `driver/mod.rs`).
-    pub(crate) sweep: SweepAt,
-    /// A sweep was asked for (the dropped entries outnumbered the live ones
-    /// by more than [`LAZY_SLACK`]) and has not come round every list yet:
-    /// the driver goes on with it turn after turn, whatever the counts say
-    /// meanwhile, so that one crossing of the bound costs one sweep, not a
-    /// turn for each drop that crosses it again.
-    pub(crate) sweep_asked: bool,
     /// How late the driver fired this shard's entries (see
     /// [`Stats::lateness`]): counted under the lock the turn holds, from
     /// its one clock reading. Boxed: 7 KiB inline would stand between the
@@ -226,53 +209,6 @@ pub(crate) struct ShardState {
     pub(crate) wheel: Wheel<Option<Waker>>,
     /// Scheduled tasks, by key: detached entries of the wheel.
     pub(crate) tasks: Sparse<Arc<TaskInner>>,
-}
-
-impl ShardState {
-    /// The wheel's live entries: linked and not dropped lazily (pending
-    /// timeouts, intervals and tasks).
-    #[inline]
-    pub(crate) fn live(&self) -> usize {
-        self.wheel.len() - self.lazy
-    }
-
-    /// The stamp of an entry inserted now: the inserts so far, in units of
-    /// 16, modulo 2^[`STAMP_BITS`] (see [`Shard::may_drop_lazily`]).
-    #[inline]
-    pub(crate) fn stamp(&self) -> u64 {
-        u64::from(self.inserts >> STAMP_SHIFT) & STAMP_MASK
-    }
-}
-
-/// Inserts into a shard's wheel since a timeout registered from which its
-/// entry counts as cold, and its drop may leave it for the driver (see
-/// [`Shard::may_drop_lazily`]): entries of 64 bytes, 4,096 of them fill
-/// 256 KiB, a second-level cache; W10's request timeouts (1,000 tasks, a
-/// key each) stay below, W14's read timeouts (one for each of 10,000
-/// connections, rebuilt every 5 s) far above.
-pub(crate) const COLD_INSERTS: u32 = 4_096;
-/// Entries of timeouts dropped lazily that a shard holds, at most, beyond
-/// its live ones (see [`Shard::may_drop_lazily`]).
-pub(crate) const LAZY_SLACK: usize = 64;
-/// The bits of a registration's stamp (see [`ShardState::stamp`]), which
-/// a registered `Timeout` keeps in its state word.
-pub(crate) const STAMP_BITS: u32 = 14;
-const STAMP_MASK: u64 = (1 << STAMP_BITS) - 1;
-/// log2 of the inserts a stamp's unit counts: 16, so that the stamp's
-/// 2^14 units cover 262,144 inserts, and a timeout dropped 50,000 inserts
-/// after it registered (W14 at 50,000 connections) reads as cold rather
-/// than wrapped round to young.
-const STAMP_SHIFT: u32 = 4;
-
-/// What a handle's drop left its shard with (see [`Common::after_drop`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Left {
-    /// Live entries, and at most [`LAZY_SLACK`] more dropped ones.
-    Live,
-    /// More dropped entries than that.
-    TooManyDropped,
-    /// Nothing live (and at most [`LAZY_SLACK`] dropped entries).
-    Idle,
 }
 
 /// Operation counts of one shard, kept under its lock.
@@ -342,10 +278,6 @@ impl Shared {
                         },
                         tasks: Sparse::new(),
                         counts: Counts::default(),
-                        lazy: 0,
-                        inserts: 0,
-                        sweep: SweepAt::default(),
-                        sweep_asked: false,
                         lateness: Box::default(),
                         released: 0,
                     }),
@@ -458,7 +390,6 @@ impl Shared {
             alarm_arms: self.common.alarm_arms.load(Ordering::Relaxed),
             longest_turn: Duration::from_nanos(self.common.longest_turn_ns.load(Ordering::Relaxed)),
             lateness: Lateness::new(),
-            unreclaimed: 0,
         };
         for shard in self.shards.iter() {
             let mut counts = Counts::default();
@@ -468,7 +399,6 @@ impl Shared {
                     stats.pending += shard.pending_locked(&state);
                 }
                 stats.lateness.merge(&state.lateness);
-                stats.unreclaimed += state.lazy;
             }
             let unlocked = &shard.unlocked;
             let (fired, cancelled) = (
@@ -806,36 +736,6 @@ impl Common {
         self.note_deadline(tick);
     }
 
-    /// After a handle took an entry out of its shard's wheel, or left it
-    /// there dropped (see [`Shard::may_drop_lazily`]), with the lock
-    /// released: what the shard was left with ([`Shard::after_drop`]).
-    ///
-    /// - More dropped entries than live ones and [`LAZY_SLACK`] (the live
-    ///   ones went, dropped at once or fired, since those were dropped),
-    ///   for the first time since the last sweep: the driver turns soon
-    ///   ([`turn_soon`](Self::turn_soon)) and sweeps them out.
-    /// - Nothing live, on paused time: the driver turns soon too, reclaims
-    ///   what the shard holds, and takes the alarm armed for the entry's
-    ///   deadline down where nothing else is pending, so that an idle
-    ///   runtime's clock is not auto-advanced to a deadline nobody waits
-    ///   for, as tokio's timer never does. On the real clock the alarm
-    ///   rings once at its tick instead, and that turn reclaims them and
-    ///   takes itself down: a turn for each cancel that empties a shard
-    ///   would cost a server that handles one request at a time a wake-up
-    ///   each.
-    #[inline]
-    pub(crate) fn after_drop(&self, left: Left) {
-        match left {
-            Left::Live => {}
-            Left::TooManyDropped => self.turn_soon(),
-            Left::Idle => {
-                if self.clock.paused() {
-                    self.turn_soon();
-                }
-            }
-        }
-    }
-
     /// Arms the alarm for `tick` if it is armed for later (see
     /// [`Alarm::arm`]).
     pub(crate) fn arm(&self, tick: u64) {
@@ -1050,7 +950,6 @@ impl Shard {
             self.common.filed_tick(state, tick)
         };
         let key = state.wheel.insert(tick, detached, waker);
-        state.inserts = state.inserts.wrapping_add(1);
         self.linked();
         key
     }
@@ -1061,7 +960,6 @@ impl Shard {
     pub(crate) fn insert_marked(&self, state: &mut ShardState, tick: u64, waker: Waker) -> Key {
         let tick = self.common.filed_tick(state, tick);
         let key = state.wheel.insert_marked(tick, Some(waker));
-        state.inserts = state.inserts.wrapping_add(1);
         self.linked();
         key
     }
@@ -1089,86 +987,6 @@ impl Shard {
         let busy = &self.common.busy[self.index];
         if !busy.load(Ordering::Relaxed) {
             busy.store(true, Ordering::SeqCst);
-        }
-    }
-
-    /// Whether a timeout dropped while its entry is linked (live) in
-    /// `state`, its registration stamped `stamp` (see
-    /// [`ShardState::stamp`]), may leave the entry in the wheel for the
-    /// driver to reclaim (lazy cancellation), rather than take it out at
-    /// once.
-    ///
-    /// Two conditions, under the lock:
-    ///
-    /// - The entry is cold: [`COLD_INSERTS`] entries or more went into the
-    ///   wheel since it did. Taking out an entry in the cache costs less
-    ///   than leaving it (its key is the one the next insert takes: a
-    ///   request's timeout that lives microseconds, W10); one registered
-    ///   seconds ago among thousands is a cache miss, and so are its two
-    ///   neighbours and the directory lines that reach them, which the
-    ///   driver takes out later, in one pass, with others (a read timeout
-    ///   rebuilt on every `select!` pass, W14).
-    /// - The shard's dropped entries stay at most [`LAZY_SLACK`] more than
-    ///   its live ones, this one counted dropped: the memory held for
-    ///   dropped timeouts never exceeds what the live ones hold, and a
-    ///   shard whose last live entry goes holds at most that many, which
-    ///   the driver's next turn reclaims (see `driver/mod.rs`).
-    ///
-    /// The drop takes the entry's waker all the same (its line, one miss):
-    /// left to the reclaim, it kept an ended task's allocation alive until
-    /// then, and its drop there, on the task's cold header, cost the
-    /// driver more than the line does the handle. W14 on paused time with
-    /// the polluter (`examples/select_timeout_counts`), cache misses a
-    /// message: 7.8 with the waker taken at the drop, 24.2 left to the
-    /// reclaim, where 1,000 connections a second close and reopen.
-    #[inline]
-    pub(crate) fn may_drop_lazily(state: &ShardState, stamp: u64) -> bool {
-        let age = state.stamp().wrapping_sub(stamp) & STAMP_MASK;
-        age >= u64::from(COLD_INSERTS >> STAMP_SHIFT) && state.lazy + 2 <= state.live() + LAZY_SLACK
-    }
-
-    /// Takes every timeout dropped lazily out of `state`'s wheel (its lock
-    /// held): their wakers, to drop once it is released. O(entries): for
-    /// [`Timer::shrink`](crate::Timer::shrink), which gives their storage
-    /// back.
-    pub(crate) fn reclaim_all(&self, state: &mut ShardState) -> Vec<Waker> {
-        let mut wakers = Vec::new();
-        if state.lazy == 0 {
-            return wakers;
-        }
-        let mut reclaimed = 0;
-        state.wheel.sweep(
-            &mut SweepAt::default(),
-            usize::MAX,
-            |key| self.deadlines.take_dropped(key),
-            |waker| {
-                reclaimed += 1;
-                wakers.extend(waker);
-            },
-        );
-        state.lazy -= reclaimed;
-        debug_assert_eq!(state.lazy, 0, "a dropped entry out of every list");
-        state.sweep = SweepAt::default();
-        state.sweep_asked = false;
-        wakers
-    }
-
-    /// What a handle's drop left its shard with, `state` (under the lock):
-    /// see [`Common::after_drop`]. Asks for the sweep where its dropped
-    /// entries outnumber its live ones by more than [`LAZY_SLACK`], once.
-    #[inline]
-    pub(crate) fn after_drop(state: &mut ShardState) -> Left {
-        let live = state.live();
-        if state.lazy > live + LAZY_SLACK {
-            if state.sweep_asked {
-                return Left::Live;
-            }
-            state.sweep_asked = true;
-            Left::TooManyDropped
-        } else if live == 0 {
-            Left::Idle
-        } else {
-            Left::Live
         }
     }
 
@@ -1266,44 +1084,28 @@ pub(crate) fn stop(
         let mut wakers = Vec::new();
         let mut shard_tasks = Vec::new();
         let mut drained = 0;
-        // Timeouts dropped lazily: cancelled already, their handles gone.
-        let mut dropped = Vec::new();
-        let mut dropped_wakers = Vec::new();
         {
             let mut guard = shard.lock();
             let state = &mut *guard;
             state.wheel.drain(|expired: Expired<_>| {
+                drained += 1;
                 if expired.detached {
-                    drained += 1;
                     if let Some(task) = state.tasks.remove(expired.key) {
                         task.mark_cancelled();
                         shard_tasks.push(task);
                     }
-                } else if shard.deadlines.take_dropped(expired.key) {
-                    dropped.push(expired.key);
-                    dropped_wakers.extend(expired.value);
                 } else {
-                    drained += 1;
                     shard.deadlines.unlink(expired.key);
                     if let Some(waker) = expired.value {
                         wakers.push(waker);
                     }
                 }
             });
-            // No handle comes back for them: out of the store.
-            for &key in &dropped {
-                state.wheel.remove(key);
-            }
-            state.lazy = 0;
-            state.sweep = SweepAt::default();
-            state.sweep_asked = false;
             state.counts.cancelled += drained as u64;
             // Unpolled timeouts are not in the wheel: they release their
             // count when polled or dropped.
             shard.release_locked(state, drained);
         }
-        // Never woken: their tasks let them go.
-        drop(dropped_wakers);
         common.tasks_done(shard_tasks.len());
         if reason == StopReason::RuntimeShutDown {
             // No one gets these tasks back: free what their closures own.

@@ -675,9 +675,7 @@ impl Timer {
     /// scheduled-task tables that hold none. It keeps the slots below a live entry (a timeout
     /// keeps its slot while it lives: nothing moves) and the deadline words
     /// (8 bytes per slot, up to the highest slot ever used), which handles
-    /// read without the lock. Timeouts dropped and left in the wheel for
-    /// the driver to reclaim (see [Cancellation](crate::Timeout#cancellation))
-    /// are reclaimed first. O(slots) under each shard's lock in turn.
+    /// read without the lock. O(slots) under each shard's lock in turn.
     ///
     /// # Examples
     ///
@@ -696,18 +694,10 @@ impl Timer {
     /// # }
     /// ```
     pub fn shrink(&self) -> usize {
-        self.shared
-            .shards
-            .iter()
+        (0..self.shared.shards.len())
             .map(|shard| {
-                let (freed, dropped) = {
-                    let mut state = shard.lock();
-                    let dropped = shard.reclaim_all(&mut state);
-                    (state.wheel.shrink() + state.tasks.shrink(), dropped)
-                };
-                // Their tasks' wakers, never woken, after the lock.
-                drop(dropped);
-                freed
+                let mut state = self.shared.lock(shard);
+                state.wheel.shrink() + state.tasks.shrink()
             })
             .sum()
     }

@@ -12,7 +12,7 @@ use pin_project_lite::pin_project;
 use crate::engine::coop;
 use crate::engine::deadlines::BEAT;
 use crate::engine::scope::{self, Active, Clip};
-use crate::engine::shard::{wake_all, AtomicCounts, Left, Shard, ShardState, STAMP_BITS};
+use crate::engine::shard::{wake_all, AtomicCounts, Shard, ShardState};
 use crate::error::{Elapsed, Error, StopReason};
 use crate::wheel::raw::{Key, State, NEVER};
 
@@ -24,10 +24,8 @@ use crate::wheel::raw::{Key, State, NEVER};
 // |-------|------------------------------------------------------------|
 // | 62-63 | kind: one of the four below                                |
 // | 0-61  | deadline (µs since the timer's start), or while            |
-// |       | `REGISTERED` the store key (bits 0-31), the generation of  |
-// |       | its deadline word (bits 32-46, see `deadlines::LINKED`)    |
-// |       | and its registration's stamp (bits 47-60, see              |
-// |       | `Shard::may_drop_lazily`)                                  |
+// |       | `REGISTERED` the store key (bits 0-31) and the generation  |
+// |       | of its deadline word (bits 32-46, see `deadlines::LINKED`) |
 //
 // | kind           | in the wheel? | meaning                                  |
 // |----------------|---------------|------------------------------------------|
@@ -61,10 +59,6 @@ const CANCELLED: u64 = 0b11 << 62;
 const LOW_MASK: u64 = (1 << 62) - 1;
 /// In a `FIRED` word: completed at creation, not polled since.
 const UNPOLLED: u64 = 1 << 61;
-/// Where a `REGISTERED` word keeps its generation and its stamp.
-const GEN_SHIFT: u32 = 32;
-const GEN_BITS: u32 = 15;
-const STAMP_SHIFT: u32 = GEN_SHIFT + GEN_BITS;
 
 /// `tick` as a polled `FIRED` word holds it (see `UNPOLLED`).
 fn fired_tick(tick: u64) -> u64 {
@@ -89,28 +83,9 @@ fn fired_tick(tick: u64) -> u64 {
 ///
 /// # Cancellation
 ///
-/// Dropping a `Timeout` (or [`cancel`](Timeout::cancel)ling it) cancels it
-/// before `drop` returns: it never fires, never wakes its task, and
-/// [`Timer::pending`](crate::Timer::pending) stops counting it at once. Its
-/// entry leaves the wheel at once too, unless it is cold: polled once and
-/// dropped after 4,096 or more timeouts registered on its shard (a read
-/// timeout dropped seconds after it was polled, when another branch of a
-/// `select!` won), its entry and the entries beside it are out of the
-/// cache, so the drop only marks it dropped, and the driver takes it out
-/// with others in a pass ahead of its clock, by its deadline at the latest
-/// (lazy cancellation: a timeout that never fires costs its drop its own
-/// entry and deadline word, not its neighbours' lines too). The waker it
-/// was polled with goes at the drop either way, and with it the task's
-/// allocation, as with tokio. [`Stats::unreclaimed`](crate::Stats::unreclaimed)
-/// counts the entries left: a shard holds at most 64 more of them than its
-/// live timeouts, intervals and tasks as each is dropped, and where live
-/// ones went since (or none are left), the driver sweeps them out;
-/// [`Timer::shrink`](crate::Timer::shrink) and the timer's stop reclaim
-/// them at once.
-///
-/// If the timer is [stopped](crate::Timer::stop) (or its runtime shuts
-/// down) the timeout completes, with [`is_cancelled`](Timeout::is_cancelled)
-/// true.
+/// Dropping a `Timeout` removes it from the wheel at once. If the timer is
+/// [stopped](crate::Timer::stop) (or its runtime shuts down) the timeout
+/// completes, with [`is_cancelled`](Timeout::is_cancelled) true.
 ///
 /// # Examples
 ///
@@ -234,12 +209,7 @@ impl Timeout {
 
     /// The generation of a registered timeout's deadline word.
     fn gen(&self) -> u64 {
-        (self.low() >> GEN_SHIFT) & ((1 << GEN_BITS) - 1)
-    }
-
-    /// A registered timeout's stamp (see [`ShardState::stamp`]).
-    fn stamp(&self) -> u64 {
-        (self.low() >> STAMP_SHIFT) & ((1 << STAMP_BITS) - 1)
+        self.low() >> 32
     }
 
     /// The deadline tick of a registered timeout; `state` is its shard's,
@@ -542,9 +512,7 @@ impl Timeout {
                         (State::Fired, None) => shard.reacquire(),
                         _ => {}
                     }
-                    // Its shard's last live entry: dropped ones (left for
-                    // the driver, see `clear`) are no work.
-                    (res.0, res.1, guard.live() == 0)
+                    (res.0, res.1, guard.wheel.is_empty())
                 };
                 #[cfg(all(test, feature = "tokio"))]
                 crate::engine::hooks::after_reset_unlock();
@@ -679,13 +647,9 @@ impl Timeout {
                     (key, shard.deadlines.insert(key, tick, flags))
                 }
             };
-            let stamp = state.stamp();
             drop(state);
             shard.common.note_deadline(tick);
-            self.set(
-                REGISTERED,
-                u64::from(key) | gen << GEN_SHIFT | stamp << STAMP_SHIFT,
-            );
+            self.set(REGISTERED, u64::from(key) | gen << 32);
             return REGISTERED;
         };
         shard.release_locked(&mut state, 1);
@@ -862,7 +826,7 @@ impl Timeout {
                 true
             }
             REGISTERED => {
-                let (state, waker, after) = {
+                let (state, waker) = {
                     let Some(mut guard) = shard.lock_unless_forked() else {
                         // A forked child whose parent held the lock at the
                         // fork: the entry stays where it is, out of reach
@@ -870,28 +834,6 @@ impl Timeout {
                         self.set(CANCELLED, 0);
                         return false;
                     };
-                    // A cold entry stays in its list, its word marked
-                    // dropped, for the driver to reclaim with others: its
-                    // neighbours and the directory lines that reach them
-                    // are not touched. Its waker goes now: held until the
-                    // reclaim, it kept an ended task's allocation alive,
-                    // and the driver's drop of it, on the task's cold
-                    // header, cost more than the entry's line does here
-                    // (W14 with churn, see `may_drop_lazily`).
-                    if Shard::may_drop_lazily(&guard, self.stamp())
-                        && shard.deadlines.drop_lazily(self.key(), self.gen())
-                    {
-                        guard.lazy += 1;
-                        guard.counts.cancelled += 1;
-                        shard.release_locked(&mut guard, 1);
-                        let after = Shard::after_drop(&mut guard);
-                        let waker = guard.wheel.get_mut(self.key()).and_then(Option::take);
-                        drop(guard);
-                        drop(waker);
-                        shard.common.after_drop(after);
-                        self.set(CANCELLED, 0);
-                        return true;
-                    }
                     // The word first: its line comes in while the
                     // entry's do (see `Deadlines::remove`). It says
                     // whether the entry is an interval's, which counts
@@ -903,14 +845,9 @@ impl Timeout {
                         guard.counts.cancelled += 1;
                         shard.release_locked(&mut guard, 1);
                     }
-                    let after = match state {
-                        State::Pending => Shard::after_drop(&mut guard),
-                        _ => Left::Live,
-                    };
-                    (state, waker, after)
+                    (state, waker)
                 };
                 drop(waker);
-                shard.common.after_drop(after);
                 state == State::Pending
             }
             _ => false,
@@ -1036,17 +973,12 @@ impl Timeout {
         // The word first, as `clear` does.
         shard.deadlines.remove(key, self.gen());
         let (state, waker) = guard.wheel.remove(key);
-        let mut after = Left::Live;
         if state == State::Pending {
             guard.counts.fired += 1;
             shard.release_locked(&mut guard, 1);
-            after = Shard::after_drop(&mut guard);
         }
         drop(guard);
         drop(waker);
-        // As a drop's: its shard's last live entry, on paused time, takes
-        // the alarm armed for it down.
-        shard.common.after_drop(after);
         match state {
             State::Cancelled => self.set(CANCELLED, tick),
             _ => self.set_done(FIRED, tick),

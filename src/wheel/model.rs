@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::raw::{Ahead, Key, State, SweepAt, Wheel, NEVER};
+use super::raw::{Key, State, Wheel, NEVER};
 
 /// A tick, decoded once the wheel's shape is known.
 #[derive(Debug, Clone, Copy)]
@@ -41,25 +41,6 @@ pub(crate) enum Op {
     AdvanceToNext,
     Drain,
     Shrink,
-    /// The timer's look ahead for dropped entries (`Wheel::reclaim_ahead`),
-    /// up to `budget` entries, the entries of [`dropped`] `mark` taken for
-    /// dropped.
-    ReclaimAhead {
-        budget: u8,
-        mark: u8,
-    },
-    /// The timer's sweep for dropped entries (`Wheel::sweep`), going on
-    /// where the last one stopped.
-    Sweep {
-        budget: u8,
-        mark: u8,
-    },
-}
-
-/// Whether the owned entry `key` counts as dropped for a reclaiming op of
-/// `mark`: about a third of the keys, a different third for each mark.
-fn dropped(key: Key, mark: u8) -> bool {
-    (key.wrapping_add(u32::from(mark))) % 3 == 0
 }
 
 /// The shape of the wheel under test and the operations to run on it.
@@ -164,18 +145,7 @@ impl Case {
                         Op::AdvanceToNext
                     }
                 }
-                15 => match b.u8() % 4 {
-                    0 => Op::Shrink,
-                    1 => Op::Sweep {
-                        budget: b.u8(),
-                        mark: b.u8(),
-                    },
-                    _ => Op::ReclaimAhead {
-                        budget: b.u8(),
-                        mark: b.u8(),
-                    },
-                },
-                _ => unreachable!("an op of 16"),
+                _ => Op::Shrink,
             };
             ops.push(op);
         }
@@ -202,7 +172,6 @@ impl Case {
             entries: BTreeMap::new(),
             elapsed: 0,
             next_id: 1,
-            sweep: SweepAt::default(),
         };
         for (i, op) in self.ops.iter().enumerate() {
             m.step(op)
@@ -300,8 +269,6 @@ struct Model {
     elapsed: u64,
     next_id: u64,
     res: u32,
-    /// Where the next [`Op::Sweep`] goes on.
-    sweep: SweepAt,
 }
 
 macro_rules! ensure {
@@ -432,81 +399,7 @@ impl Model {
             Op::Shrink => {
                 self.wheel.shrink();
             }
-            Op::ReclaimAhead { budget, mark } => {
-                let mut got = Vec::new();
-                let ahead = self.wheel.reclaim_ahead(
-                    usize::from(budget),
-                    |key| dropped(key, mark),
-                    |value| got.push(value),
-                );
-                self.reclaimed(&got, mark)?;
-                ensure!(
-                    got.len() <= usize::from(budget),
-                    "reclaimed {} over a budget of {budget}",
-                    got.len()
-                );
-                if ahead == Ahead::Done {
-                    // Every list walked emptied: what is left pending is on
-                    // the never list.
-                    if let Some((key, e)) = self
-                        .entries
-                        .iter()
-                        .find(|(_, e)| e.state == State::Pending && e.tick < NEVER)
-                    {
-                        return Err(format!("done, but key {key} left pending: {e:?}"));
-                    }
-                }
-            }
-            Op::Sweep { budget, mark } => {
-                let from_start = self.sweep == SweepAt::default();
-                let mut got = Vec::new();
-                let round = self.wheel.sweep(
-                    &mut self.sweep,
-                    usize::from(budget),
-                    |key| dropped(key, mark),
-                    |value| got.push(value),
-                );
-                self.reclaimed(&got, mark)?;
-                if round && from_start {
-                    // One sweep round every list: none of them is left.
-                    if let Some((key, e)) = self.entries.iter().find(|(&key, e)| {
-                        e.state == State::Pending && !e.detached && dropped(key, mark)
-                    }) {
-                        return Err(format!("swept, but dropped key {key} left: {e:?}"));
-                    }
-                }
-            }
         }
-        Ok(())
-    }
-
-    /// Takes the entries a reclaiming op of `mark` took out of the wheel
-    /// (handing back `values`) out of the model: each a pending owned
-    /// entry it names dropped, with its value.
-    fn reclaimed(&mut self, values: &[u64], mark: u8) -> Result<(), String> {
-        let gone: Vec<Key> = self
-            .entries
-            .keys()
-            .copied()
-            .filter(|&key| self.wheel.get(key).is_none())
-            .collect();
-        ensure!(
-            gone.len() == values.len(),
-            "took {gone:?} out, handed back {values:?}"
-        );
-        let mut want = Vec::new();
-        for key in gone {
-            let e = self.entries.remove(&key).unwrap();
-            ensure!(
-                e.state == State::Pending && !e.detached && dropped(key, mark),
-                "reclaimed key {key}: {e:?}"
-            );
-            want.push(e.value);
-        }
-        let mut got = values.to_vec();
-        got.sort_unstable();
-        want.sort_unstable();
-        ensure!(got == want, "handed back {got:?}, model {want:?}");
         Ok(())
     }
 

@@ -101,27 +101,6 @@ pub async fn join_within<T>(
     tokio::time::timeout(limit, all).await.expect(lost)
 }
 
-/// Inserts into a shard after which a timeout registered there before
-/// counts as cold, and its drop may leave its entry in the wheel for the
-/// driver to reclaim (lazy cancellation: `COLD_INSERTS` in
-/// src/engine/shard.rs, 4,096), with a margin for the stamp's unit.
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub const COLD_INSERTS: usize = 4_096 + 32;
-
-/// Makes the timeouts the calling thread registered on `timer` so far
-/// cold (see [`COLD_INSERTS`]): that many more timeouts on this thread's
-/// shard, each registered and dropped at once (warm: removed at once).
-#[cfg(any(feature = "tokio", feature = "thread"))]
-pub fn cool(timer: &hashwheel::Timer) {
-    use std::future::Future;
-    let (_, waker) = counting_waker();
-    let mut cx = std::task::Context::from_waker(&waker);
-    for _ in 0..COLD_INSERTS {
-        let mut t = timer.sleep(Duration::from_secs(3_600));
-        assert!(std::pin::Pin::new(&mut t).poll(&mut cx).is_pending());
-    }
-}
-
 /// splitmix64: a small, seeded, reproducible generator for randomized
 /// tests (`tests/model.rs`, `tests/paused_time_differential.rs`).
 pub struct SplitMix(pub u64);

@@ -97,10 +97,7 @@
 //! - `w12`: W12 (short sleeps: `light` and `busy`);
 //! - `w14`: W14 (a read timeout rebuilt on every `select!` pass on a
 //!   current-thread runtime, one child process per contender, rounds
-//!   alternating: `--only=W14 [--connections=N] [--w14-rounds=3]`), and
-//!   its churn row (connections closed and opened at `--w14-churn=1000` a
-//!   second, `--w14-churn-connections=10000` open; `--w14-churn=0` leaves
-//!   it out), with the resident set beside tokio's;
+//!   alternating: `--only=W14 [--connections=N] [--w14-rounds=3]`);
 //! - `w15`: W15 (one protocol timer a connection, reset after every
 //!   packet to the earliest of its idle, loss and ack-delay deadlines, as
 //!   a QUIC library's; 1,000 to 50,000 connections on 1 and 2 workers,

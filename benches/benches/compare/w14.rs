@@ -31,17 +31,6 @@
 //! period of the router, so that every connection's timeout is one built
 //! after a message); the process's CPU, which adds the router's thread,
 //! is printed beside it.
-//!
-//! The churn row (issue 54, `--w14-churn=1000` by default, at
-//! `--w14-churn-connections=10000`): the same N connections, of which the
-//! router closes 1,000 a second (it drops the connection's channel, and
-//! the task ends at its next pass, its read timeout dropped pending) and
-//! opens as many new ones (their channels handed to an acceptor task on
-//! the runtime, which spawns them), so that N stay open. Besides the CPU
-//! it reports the process's resident set at the window's end, beside
-//! tokio's: a timer that kept a closed connection's task (its timeout's
-//! waker) longer than tokio does shows there. `--w14-churn=0` leaves the
-//! row out.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,7 +45,6 @@ use crate::child::{self, get, need, Figures};
 use crate::common::{cpu_time, thread_cpu_time, Rng};
 use crate::config::{arg, Config};
 use crate::report::{mean, spread};
-use crate::w9::rss_bytes;
 
 /// The read timeout: 1.5 times the clients' 5 s keep-alive, as the broker's.
 const READ_TIMEOUT: Duration = Duration::from_millis(7_500);
@@ -83,11 +71,6 @@ const CONTENDERS: [(&str, &str); 4] = [
 
 /// The sizes a run measures, unless `--connections=N` names one.
 const SIZES: [usize; 2] = [10_000, 50_000];
-
-/// The churn row's connections closed and opened a second, and its size
-/// (`--w14-churn`, `--w14-churn-connections`).
-const CHURN: u64 = 1_000;
-const CHURN_SIZE: usize = 10_000;
 
 /// The lateness of the idle connections' closes, µs.
 type Closes = Arc<Mutex<Vec<i64>>>;
@@ -181,12 +164,6 @@ struct Plan {
     next_idle: usize,
     /// When it last sent.
     last: Instant,
-    /// Connections to close and open a second, and where their new
-    /// channels go (the acceptor on the runtime).
-    churn: u64,
-    accept: Option<UnboundedSender<UnboundedReceiver<()>>>,
-    /// Connections closed (and opened) so far.
-    churned: u64,
 }
 
 impl Plan {
@@ -208,18 +185,7 @@ impl Plan {
             round: 0,
             next_idle: 0,
             last: start - ROUTER_TURN,
-            churn: 0,
-            accept: None,
-            churned: 0,
         }
-    }
-
-    /// Closes and opens `churn` connections a second, handing the new
-    /// ones' channels to `accept`.
-    fn with_churn(mut self, churn: u64, accept: UnboundedSender<UnboundedReceiver<()>>) -> Plan {
-        self.churn = churn;
-        self.accept = Some(accept);
-        self
     }
 
     fn live_at(&self) -> Option<Instant> {
@@ -256,19 +222,6 @@ impl Plan {
             let _ = self.senders[self.live + self.next_idle].send(());
             self.next_idle += 1;
         }
-        // The connections due to close by now, each replaced by a new one
-        // on the same phase, in turn over the open ones.
-        if let Some(accept) = &self.accept {
-            let since = now.saturating_duration_since(self.start).as_micros() as u64;
-            let due = since * self.churn / 1_000_000;
-            while self.churned < due {
-                let slot = (self.churned % self.live as u64) as usize;
-                let (tx, rx) = unbounded_channel();
-                self.senders[slot] = tx;
-                let _ = accept.send(rx);
-                self.churned += 1;
-            }
-        }
     }
 }
 
@@ -297,17 +250,17 @@ pub fn child(which: &str, _cfg: &Config) {
         .enable_all()
         .build()
         .unwrap();
-    let churn: u64 = arg("churn").unwrap_or(0);
     let timer = (which == "timer").then(|| rt.block_on(async { Timer::new() }));
     let closes: Closes = Arc::new(Mutex::new(Vec::with_capacity(IDLE)));
     let ended = Arc::new(AtomicUsize::new(0));
-    // Spawns a connection on the runtime (in its context).
-    let spawn_conn = {
-        let (timer, ended) = (timer.clone(), ended.clone());
-        let which = which.to_string();
-        move |rx: UnboundedReceiver<()>, idle: Option<Closes>| {
+    let figures = rt.block_on(async {
+        let mut senders = Vec::with_capacity(n + IDLE);
+        for i in 0..n + IDLE {
+            let (tx, rx) = unbounded_channel();
+            senders.push(tx);
+            let idle = (i >= n).then(|| closes.clone());
             let ended = ended.clone();
-            match which.as_str() {
+            match which {
                 "floor" => drop(tokio::spawn(conn_floor(rx))),
                 "tokio" => drop(tokio::spawn(async move {
                     conn_tokio(rx, idle).await;
@@ -327,26 +280,8 @@ pub fn child(which: &str, _cfg: &Config) {
                 other => panic!("W14: unknown contender {other}"),
             }
         }
-    };
-    let figures = rt.block_on(async {
-        let mut senders = Vec::with_capacity(n + IDLE);
-        for i in 0..n + IDLE {
-            let (tx, rx) = unbounded_channel();
-            senders.push(tx);
-            spawn_conn(rx, (i >= n).then(|| closes.clone()));
-        }
         let start = Instant::now() + Duration::from_millis(50);
-        let mut plan = Plan::new(senders, n, start, SEED);
-        if churn > 0 {
-            // The acceptor: spawns the connections the router opens.
-            let (accept, mut accepted) = unbounded_channel();
-            plan = plan.with_churn(churn, accept);
-            tokio::spawn(async move {
-                while let Some(rx) = accepted.recv().await {
-                    spawn_conn(rx, None);
-                }
-            });
-        }
+        let plan = Plan::new(senders, n, start, SEED);
         std::thread::spawn(move || router(plan));
         let (w0, w1) = (start + warmup, start + warmup + window);
         tokio::time::sleep_until(w0).await;
@@ -364,7 +299,6 @@ pub fn child(which: &str, _cfg: &Config) {
         let (thread0, proc0, wall0) = (thread_cpu_time(), cpu_time(), Instant::now());
         tokio::time::sleep_until(w1).await;
         let (thread1, proc1, wall) = (thread_cpu_time(), cpu_time(), wall0.elapsed());
-        let rss = rss_bytes();
         let stats1 = ours.as_ref().map(Timer::stats);
         let (turns, arms) = match (stats0, stats1) {
             (Some(a), Some(b)) => (
@@ -373,9 +307,6 @@ pub fn child(which: &str, _cfg: &Config) {
             ),
             _ => (0.0, 0.0),
         };
-        // Timeouts dropped and not reclaimed yet at the window's end.
-        let unreclaimed = stats1.map_or(0.0, |s| s.unreclaimed as f64);
-        let ended_in_window = ended.load(Ordering::Relaxed) as f64;
         // The idle connections' closes, wherever the window ended.
         let last_close = start + IDLE_FIRST + IDLE_SPREAD + READ_TIMEOUT;
         tokio::time::sleep_until(last_close.max(w1) + Duration::from_millis(300)).await;
@@ -385,9 +316,6 @@ pub fn child(which: &str, _cfg: &Config) {
             ("proc_ms_s", (proc1 - proc0).as_secs_f64() * 1e3 / secs),
             ("turns_s", turns / secs),
             ("arms_s", arms / secs),
-            ("rss_mb", rss as f64 / (1 << 20) as f64),
-            ("unreclaimed", unreclaimed),
-            ("ended_by_w1", ended_in_window),
         ]
     });
     let mut closes = closes.lock().unwrap().clone();
@@ -416,14 +344,12 @@ pub fn child(which: &str, _cfg: &Config) {
     std::process::exit(0);
 }
 
-/// Runs a W14 child for `which` at `n` connections, `churn` of them
-/// closed and opened again a second.
-fn run(which: &str, n: usize, churn: u64, warmup_ms: u64, window_ms: u64) -> Figures {
+/// Runs a W14 child for `which` at `n` connections.
+fn run(which: &str, n: usize, warmup_ms: u64, window_ms: u64) -> Figures {
     let exe = std::env::current_exe().expect("current_exe");
     let out = std::process::Command::new(exe)
         .arg(format!("--w14-child={which}"))
         .arg(format!("--connections={n}"))
-        .arg(format!("--churn={churn}"))
         .arg(format!("--warmup-ms={warmup_ms}"))
         .arg(format!("--window-ms={window_ms}"))
         .stderr(std::process::Stdio::inherit())
@@ -437,8 +363,7 @@ fn run(which: &str, n: usize, churn: u64, warmup_ms: u64, window_ms: u64) -> Fig
     child::figures(&out.stdout, "W14CHILD ", &format!("W14 {which}"))
 }
 
-/// Runs every size and contender in rounds, then the churn row, and
-/// prints the table.
+/// Runs every size and contender in rounds and prints the table.
 pub fn w14(cfg: &Config) {
     let rounds: usize = arg("w14-rounds").unwrap_or(if cfg.quick { 2 } else { 3 });
     let warmup_ms: u64 = arg("w14-warmup-ms").unwrap_or(if cfg.quick { 5_200 } else { 6_000 });
@@ -448,62 +373,44 @@ pub fn w14(cfg: &Config) {
         None if cfg.quick => vec![SIZES[0]],
         None => SIZES.to_vec(),
     };
-    let churn: u64 = arg("w14-churn").unwrap_or(CHURN);
-    let churn_size: usize = arg("w14-churn-connections").unwrap_or(CHURN_SIZE);
-    // (connections, closed and opened a second)
-    let mut cases: Vec<(usize, u64)> = sizes.iter().map(|&n| (n, 0)).collect();
-    if churn > 0 {
-        cases.push((churn_size, churn));
-    }
     eprintln!(
-        "W14: {} rounds, {warmup_ms} ms warm-up, {window_ms} ms window, (connections, churn a second) {cases:?}",
+        "W14: {} rounds, {warmup_ms} ms warm-up, {window_ms} ms window, sizes {sizes:?}",
         rounds
     );
     let mut results = Vec::new();
-    for &(n, churn) in &cases {
+    for &n in &sizes {
         let mut these: Vec<Vec<Figures>> = vec![Vec::new(); CONTENDERS.len()];
         for round in 0..rounds {
             for (i, (which, _)) in CONTENDERS.iter().enumerate() {
-                let f = run(which, n, churn, warmup_ms, window_ms);
+                let f = run(which, n, warmup_ms, window_ms);
                 eprintln!(
-                    "W14 {n} conns, churn {churn}/s, round {}: {which} {:.2} runtime CPU ms/s ({:.2} process), RSS {:.1} MB, {:.1} turns/s, {} unreclaimed",
+                    "W14 {n} conns, round {}: {which} {:.2} runtime CPU ms/s ({:.2} process)",
                     round + 1,
                     get(&f, "cpu_ms_s"),
                     get(&f, "proc_ms_s"),
-                    get(&f, "rss_mb"),
-                    get(&f, "turns_s"),
-                    get(&f, "unreclaimed"),
                 );
                 these[i].push(f);
             }
         }
-        results.push((n, churn, these));
+        results.push((n, these));
     }
     println!();
     println!(
         "W14 (read timeout rebuilt on every select! pass, current-thread runtime, one message \
-         per connection every 5 s, {IDLE} idle connections closed by their 7.5 s timeout; the \
-         churn row closes and opens connections at the rate it names): the runtime thread's CPU \
-         ms/s per round, the mean's ratio to tokio::time's and the highest single-round ratio \
-         (round i against tokio's round i), the cost above the floor (mean; its ratio to \
-         tokio's), the process's CPU (the router thread added), its resident set at the \
-         window's end (mean; its ratio to tokio's), the hashwheel driver's turns a second, and \
-         the idle closes' lateness (ms; min over rounds ≥ 0: never early)"
+         per connection every 5 s, {IDLE} idle connections closed by their 7.5 s timeout): the \
+         runtime thread's CPU ms/s per round, the mean's ratio to tokio::time's and the highest \
+         single-round ratio (round i against tokio's round i), the cost above the floor (mean; \
+         its ratio to tokio's), the process's CPU (the router thread added), and the idle \
+         closes' lateness (ms; min over rounds ≥ 0: never early)"
     );
     println!();
-    println!("| connections | contender | runtime CPU ms/s (rounds) | mean ÷ tokio | worst round ÷ tokio | above the floor ms/s (÷ tokio's) | process CPU ms/s | RSS MB (÷ tokio's) | turns/s | close lateness min / p50 / max ms |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (n, churn, these) in &results {
+    println!("| connections | contender | runtime CPU ms/s (rounds) | mean ÷ tokio | worst round ÷ tokio | above the floor ms/s (÷ tokio's) | process CPU ms/s | close lateness min / p50 / max ms |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (n, these) in &results {
         let each = |i: usize, k: &str| -> Vec<f64> { these[i].iter().map(|f| get(f, k)).collect() };
         let tokio = each(3, "cpu_ms_s");
         let floor = mean(&each(0, "cpu_ms_s"));
         let tokio_above = mean(&tokio) - floor;
-        let tokio_rss = mean(&each(3, "rss_mb"));
-        let size = if *churn > 0 {
-            format!("{n}, churn {churn}/s")
-        } else {
-            n.to_string()
-        };
         for (i, (_, name)) in CONTENDERS.iter().enumerate() {
             let cpu = each(i, "cpu_ms_s");
             let worst = cpu
@@ -517,7 +424,6 @@ pub fn w14(cfg: &Config) {
             } else {
                 format!("{above:.2} ({:.2}×)", above / tokio_above)
             };
-            let rss = mean(&each(i, "rss_mb"));
             let closes = if i == 0 {
                 "–".to_string()
             } else {
@@ -533,24 +439,18 @@ pub fn w14(cfg: &Config) {
                 let count: f64 = each(i, "closes").iter().sum();
                 if count < (IDLE * these[i].len()) as f64 {
                     eprintln!(
-                        "W14 {size}: {name} closed {count} idle connections of {}",
+                        "W14 {n}: {name} closed {count} idle connections of {}",
                         IDLE * these[i].len()
                     );
                 }
                 format!("{:.3} / {} / {:.3}", min / 1e3, spread(&p50, 3), max / 1e3)
             };
             let shown: Vec<String> = cpu.iter().map(|v| format!("{v:.1}")).collect();
-            let turns = if i == 1 || i == 2 {
-                spread(&each(i, "turns_s"), 1)
-            } else {
-                "–".to_string()
-            };
             println!(
-                "| {size} | {name} | {} | {:.2}× | {worst:.2}× | {above} | {} | {rss:.1} ({:.2}×) | {turns} | {closes} |",
+                "| {n} | {name} | {} | {:.2}× | {worst:.2}× | {above} | {} | {closes} |",
                 shown.join(", "),
                 mean(&cpu) / mean(&tokio),
                 spread(&each(i, "proc_ms_s"), 1),
-                rss / tokio_rss,
             );
         }
     }

@@ -556,15 +556,12 @@ impl Armed {
 /// on a millisecond the runtime's timer has processed, and following that
 /// timer's millisecond (see `Clock`).
 pub(crate) fn clock(tick_us: u64) -> Clock {
-    let paused = paused();
-    if grid_us(tick_us) == RUNTIME_MS_US && paused {
+    if grid_us(tick_us) == RUNTIME_MS_US && paused() {
         if let Some(start) = processed_ms(Source::Tokio.now()) {
             return Clock::starting_on_tokio_grid(start, tick_us);
         }
     }
-    let clock = Clock::new(Source::Tokio, tick_us);
-    clock.set_paused(paused);
-    clock
+    Clock::new(Source::Tokio, tick_us)
 }
 
 /// Whether the current runtime's time is paused: tokio's clock stays put

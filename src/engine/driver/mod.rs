@@ -44,18 +44,12 @@ use std::time::Duration;
 
 use crate::error::StopReason;
 use crate::engine::executor::TaskRunner;
-use crate::engine::shard::{
-    panic_message, stop, wake, Common, Shard, ShardState, TaskInner, LAZY_SLACK,
-};
-use crate::wheel::raw::{Ahead, Key, Popped, State};
+use crate::engine::shard::{panic_message, stop, wake, Common, Shard, ShardState, TaskInner};
+use crate::wheel::raw::{Key, Popped, State};
 
 /// Expired entries taken out under one lock, at most: bounds the time a
 /// shard's lock is held, as tokio's `WakeList` does.
 pub(crate) const BATCH: usize = 32;
-
-/// Entries a turn looks at, at most, on each shard for timeouts dropped
-/// lazily ahead of its clock (see [`reclaim_dropped`]), on the real clock.
-const RECLAIM_BUDGET: usize = 1_024;
 
 /// Driver lag past which a catch-up is reported with `warn!` rather than
 /// `debug!`.
@@ -186,9 +180,6 @@ pub(crate) enum Fired {
     /// woken by reference, then put back (see [`put_back`]).
     Beat(Key, Waker),
     Task(Arc<TaskInner>),
-    /// The waker of a timeout dropped lazily, reclaimed: dropped, never
-    /// woken, after the lock.
-    Dropped(Waker),
     /// Delivered already (a place [`deliver`] emptied).
     Gone,
 }
@@ -206,8 +197,6 @@ pub(crate) fn turn(
     let mut next = u64::MAX;
     let mut total = 0;
     let mut spawned = 0;
-    // A shard's sweep for dropped entries left unfinished: turn again soon.
-    let mut again = false;
     // On paused time (see `Clock`) an interval's tick fires not re-armed,
     // and a timeout's lateness counts from its deadline in its word.
     let on_tokio_ms = common.clock.follows_tokio_ms();
@@ -223,12 +212,11 @@ pub(crate) fn turn(
             let mut rearmed = 0;
             let mut stalled = 0;
             let mut tasks = 0;
-            let mut reclaimed = 0;
             let shard_next = {
                 let mut guard = shard.lock();
                 let state = &mut *guard;
                 let deadlines = &shard.deadlines;
-                while expired + rearmed + reclaimed < BATCH {
+                while expired + rearmed < BATCH {
                     // A timeout whose deadline was extended without the
                     // lock goes back into the wheel at its new deadline,
                     // unwoken; an interval's entry is re-armed for its next
@@ -262,12 +250,6 @@ pub(crate) fn turn(
                             stalled += usize::from(!on_tokio_ms);
                             continue;
                         }
-                        // A timeout dropped lazily: out, unwoken.
-                        Some(Popped::Reclaimed(waker)) => {
-                            reclaimed += 1;
-                            batch.extend(waker.map(Fired::Dropped));
-                            continue;
-                        }
                         Some(Popped::Expired(entry)) => entry,
                     };
                     // On paused time a timeout is filed at the end of its
@@ -291,14 +273,10 @@ pub(crate) fn turn(
                 state.counts.fired += expired as u64;
                 state.counts.ticks += (rearmed - stalled) as u64;
                 shard.release_locked(state, expired);
-                state.lazy -= reclaimed;
                 if state.wheel.is_empty() {
                     common.shard_idle(index);
                 }
-                // With timeouts dropped lazily, the next expiration comes
-                // after they are looked at (`reclaim_dropped`).
-                (expired + rearmed + reclaimed < BATCH)
-                    .then(|| (state.lazy == 0).then(|| state.wheel.next_expiration()))
+                (expired + rearmed < BATCH).then(|| state.wheel.next_expiration())
             };
             common.tasks_done(tasks);
             total += expired + rearmed;
@@ -310,22 +288,12 @@ pub(crate) fn turn(
                 put_back(&shard, batch);
             }
             if let Some(shard_next) = shard_next {
-                let shard_next = shard_next.unwrap_or_else(|| {
-                    let (shard_next, unfinished) = reclaim_dropped(common, &shard, index, batch);
-                    again |= unfinished;
-                    shard_next
-                });
                 next = next.min(shard_next.unwrap_or(u64::MAX));
                 break;
             }
         }
     }
     runner.turned(spawned);
-    if again {
-        // On the real clock: the runtime's next millisecond (see
-        // `RuntimeAlarm::arm`), or the thread's next tick.
-        next = next.min(now);
-    }
     (next, total)
 }
 
@@ -348,97 +316,6 @@ fn run_task(runner: &TaskRunner, task: Arc<TaskInner>, spawned: &mut usize) {
     *spawned += usize::from(runner.run(task));
 }
 
-/// After a turn's pops on `shard`: takes out of its wheel timeouts dropped
-/// lazily ahead of the clock (their entries cold: the handle only marked
-/// their words), in batches of [`BATCH`] under the lock, their wakers
-/// dropped after it, never woken. Returns the shard's next expiration,
-/// `None` where it holds nothing live (dropped entries are no work), and
-/// whether what it had to reclaim waits for another turn.
-///
-/// Two ways, by what the shard holds:
-///
-/// - Where it holds live entries and at most [`LAZY_SLACK`] more dropped
-///   ones, it looks ahead of the clock, in the order entries come due, up
-///   to the first live entry (`Wheel::reclaim_ahead`): the
-///   alarm is then armed for live work, not for a dropped timeout's
-///   deadline, and a shard whose dropped timeouts come due one after
-///   another (W14: a read timeout dropped on every message) reclaims them
-///   a thousand at a time in a turn for the first of them, rather than in
-///   a turn for each. On the real clock it looks at [`RECLAIM_BUDGET`]
-///   entries at most a turn; what is left is due later than the last it
-///   looked at, and its own turn goes on.
-/// - Where it holds more than that (live entries went, dropped at once or
-///   fired, since those were dropped), or nothing live, it sweeps every
-///   list (`Wheel::sweep`), one whole round, turn after turn where the
-///   budget stops it (`ShardState::sweep_asked`): its dropped entries come
-///   back under the bound for long, not by a batch (which the next drop
-///   would cross again, for a turn each), and an idle shard holds none.
-///
-/// On paused time it takes everything there is to take in this turn, so
-/// that no alarm is left for a dropped timeout's deadline, which an idle
-/// runtime would auto-advance its clock to (tokio's timer leaves none).
-fn reclaim_dropped(
-    common: &Common,
-    shard: &Shard,
-    index: usize,
-    batch: &mut Vec<Fired>,
-) -> (Option<u64>, bool) {
-    let mut budget = if common.clock.paused() {
-        usize::MAX
-    } else {
-        RECLAIM_BUDGET
-    };
-    loop {
-        let (next, unfinished) = {
-            let mut guard = shard.lock();
-            let state = &mut *guard;
-            let deadlines = &shard.deadlines;
-            let live = state.live();
-            let chunk = BATCH.min(budget);
-            budget -= chunk;
-            let mut reclaimed = 0;
-            let mut reclaim = |waker: Option<Waker>| {
-                reclaimed += 1;
-                batch.extend(waker.map(Fired::Dropped));
-            };
-            if live == 0 || state.lazy > live + LAZY_SLACK {
-                state.sweep_asked = true;
-            }
-            let finished = if state.lazy == 0 {
-                state.sweep_asked = false;
-                true
-            } else if state.sweep_asked {
-                let at = &mut state.sweep;
-                let round = state
-                    .wheel
-                    .sweep(at, chunk, |key| deadlines.take_dropped(key), &mut reclaim);
-                state.sweep_asked = !round;
-                round
-            } else {
-                state
-                    .wheel
-                    .reclaim_ahead(chunk, |key| deadlines.take_dropped(key), &mut reclaim)
-                    != Ahead::Budget
-            };
-            state.lazy -= reclaimed;
-            if state.wheel.is_empty() {
-                common.shard_idle(index);
-            }
-            if finished || budget == 0 {
-                let next = state.wheel.next_expiration().filter(|_| state.live() > 0);
-                (Some(next), state.sweep_asked)
-            } else {
-                (None, false)
-            }
-        };
-        // The wakers of what it reclaimed, after the lock.
-        batch.clear();
-        if let Some(next) = next {
-            return (next, unfinished);
-        }
-    }
-}
-
 /// Wakes what `batch` holds and hands its callbacks to `runner`, in order,
 /// outside any lock, counting the callbacks spawned in `spawned`. An
 /// interval's waker is woken by reference and stays in `batch`, to go back
@@ -455,7 +332,6 @@ pub(crate) fn deliver(batch: &mut Vec<Fired>, runner: &TaskRunner, spawned: &mut
         match std::mem::replace(fired, Fired::Gone) {
             Fired::Waker(waker) => wake(waker),
             Fired::Task(task) => run_task(runner, task, spawned),
-            Fired::Dropped(waker) => drop(waker),
             Fired::Beat(..) | Fired::Gone => {}
         }
     }

@@ -212,15 +212,15 @@ fn turn_tick(common: &Common, now: u64) -> u64 {
     }
 }
 
-/// After a turn that began at the clock reading `reading`: whether the
+/// After a turn that began at the clock reading `reading`: a clock started
+/// on the runtime timer's millisecond follows it for as long as the
 /// runtime's time is paused, which its clock staying put through the turn
-/// tells (it moves on after `tokio::time::resume`). A clock started on the
-/// runtime timer's millisecond follows it for as long as it is (the
-/// timer's deadlines keep the microsecond again from a resume on), and a
-/// handle that drops its shard's last live timeout on paused time has the
-/// alarm taken down (see `Common::after_drop`). One more clock reading a
-/// turn.
+/// tells (it moves on after `tokio::time::resume`, and the timer's
+/// deadlines keep the microsecond again from then on). One more clock
+/// reading a turn, for such a clock only.
 #[inline]
 fn follow_pause(common: &Common, reading: Instant) {
-    common.clock.set_paused(common.now() == reading);
+    if common.clock.on_tokio_grid() {
+        common.clock.set_follows_tokio_ms(common.now() == reading);
+    }
 }
