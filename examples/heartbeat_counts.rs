@@ -41,6 +41,9 @@
 //! every contender; compare a contender's misses a beat with tokio's in
 //! the same set-up (docs/BENCHMARKS-HISTORY.md, "Heartbeats, by design").
 
+#[path = "counting/mod.rs"]
+mod counting;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -127,20 +130,6 @@ async fn conn_tokio_inline(first: Instant) {
     }
 }
 
-/// Writes a line of every 64 bytes of 2 MiB every millisecond, for ever:
-/// the caches a turn finds after a park on the real clock.
-async fn pollute() {
-    let mut buf = vec![0u8; 2 << 20];
-    let mut every = tokio::time::interval(Duration::from_millis(1));
-    loop {
-        every.tick().await;
-        for line in buf.chunks_mut(64) {
-            line[0] = line[0].wrapping_add(1);
-        }
-        std::hint::black_box(&buf);
-    }
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage =
@@ -159,24 +148,11 @@ fn main() {
         .build()
         .unwrap();
     let measured = rt.block_on(async {
-        // The timers are built while the runtime's time runs: a timer built
-        // on paused time follows the runtime timer's millisecond, as
-        // `tokio::time` does there (a lock a beat, where the real clock's
-        // beat takes none); built on a running clock, it keeps the
-        // microsecond, as on the real clock, whose work this counts. Built
-        // the moment the clock resumes, its start is a few microseconds
-        // after one of the runtime timer's milliseconds from run to run, not
-        // anywhere in it (which moves the counts, see
-        // `protocol_timer_counts`).
-        tokio::time::resume();
-        let timer = (which == "timer").then(hashwheel::Timer::new);
-        if which.starts_with("time") {
-            drop(hashwheel::Timer::current());
-        }
-        tokio::time::pause();
+        let timer =
+            counting::timers_on_a_running_clock(which == "timer", which.starts_with("time"));
         let start = Instant::now() + Duration::from_millis(1);
         if polluter {
-            tokio::spawn(pollute());
+            tokio::spawn(counting::pollute());
         }
         for i in 0..n {
             let first = start + HEARTBEAT * i / n;

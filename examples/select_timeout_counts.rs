@@ -33,6 +33,9 @@
 //! between two batches on the real clock, where paused time keeps the
 //! timer's own structures warm from one message to the next.
 
+#[path = "counting/mod.rs"]
+mod counting;
+
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
@@ -82,31 +85,6 @@ async fn conn_floor(mut rx: UnboundedReceiver<()>) {
     connection!(rx, |read| async { Ok::<_, ()>(read.await) });
 }
 
-/// The CPU time of this thread, which runs the runtime and every task.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// Writes a line of every 64 bytes of 2 MiB each millisecond.
-async fn pollute() {
-    let mut buf = vec![0u8; 2 << 20];
-    let mut every = tokio::time::interval(Duration::from_millis(1));
-    loop {
-        every.tick().await;
-        for line in buf.chunks_mut(64) {
-            line[0] = line[0].wrapping_add(1);
-        }
-        std::hint::black_box(&buf);
-    }
-}
-
 /// xorshift64*: the same phases for every contender.
 fn phases(n: usize) -> Vec<(u64, usize)> {
     let mut x: u64 = 0x5eed_0014;
@@ -139,22 +117,10 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        // The timers are built while the runtime's time runs: a timer built
-        // on paused time follows the runtime timer's millisecond, as
-        // `tokio::time` does there; built on a running clock, it keeps the
-        // microsecond, as on the real clock, whose work this counts. Built
-        // the moment the clock resumes, its start is a few microseconds
-        // after one of the runtime timer's milliseconds from run to run, not
-        // anywhere in it (which moves the counts, see
-        // `protocol_timer_counts`).
-        tokio::time::resume();
-        let timer = hashwheel::Timer::new();
-        if which == "time" {
-            drop(hashwheel::Timer::current());
-        }
-        tokio::time::pause();
+        let timer = counting::timers_on_a_running_clock(true, which == "time")
+            .expect("a Timer was asked for");
         if polluter {
-            tokio::spawn(pollute());
+            tokio::spawn(counting::pollute());
         }
         let mut senders = Vec::with_capacity(n);
         for _ in 0..n {
@@ -195,7 +161,7 @@ fn main() {
                 }
                 tokio::time::sleep_until(at).await;
                 if measured.is_none() && at >= start + WARM_UP {
-                    measured = Some((thread_cpu(), sent));
+                    measured = Some((counting::thread_cpu(), sent));
                 }
                 let now = Instant::now();
                 loop {
@@ -219,7 +185,7 @@ fn main() {
                 "{which} {n} connections, {secs} s after {} s of warm-up: {messages} messages, \
                  {:.0} ns of CPU each",
                 WARM_UP.as_secs(),
-                (thread_cpu() - cpu0).as_nanos() as f64 / messages as f64
+                (counting::thread_cpu() - cpu0).as_nanos() as f64 / messages as f64
             );
         }
     });

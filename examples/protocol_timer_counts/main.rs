@@ -32,6 +32,8 @@
 //! measured after [`WARM_UP`], and optionally the packets a second a
 //! connection (20).
 
+#[path = "../counting/mod.rs"]
+mod counting;
 mod protocol;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,18 +103,6 @@ fn counts() -> [u64; 6] {
     .map(|c| c.load(Ordering::Relaxed))
 }
 
-/// The CPU time of this thread, which runs the runtime and every task.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// The driver turns of the contender's timer so far, for `timer` and
 /// `time`.
 fn turns(timer: &hashwheel::Timer, which: &str) -> Option<u64> {
@@ -138,21 +128,8 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        // The timers are built while the runtime's time runs: a timer built
-        // on paused time follows the runtime timer's millisecond, as
-        // `tokio::time` does there; built on a running clock, it keeps the
-        // microsecond, as on the real clock, whose work this counts. Built
-        // the moment the clock resumes, on one of the runtime timer's
-        // milliseconds, its own start is a few microseconds after that
-        // millisecond from run to run, not anywhere in it: where it lies
-        // moves work between the runtime timer's milliseconds, and the
-        // instructions a packet by tens.
-        tokio::time::resume();
-        let timer = hashwheel::Timer::new();
-        if which == "time" {
-            drop(hashwheel::Timer::current());
-        }
-        tokio::time::pause();
+        let timer = counting::timers_on_a_running_clock(true, which == "time")
+            .expect("a Timer was asked for");
         let plan = plan(n, rate, SEED);
         let now = Instant::now();
         let mut senders = Vec::with_capacity(n);
@@ -196,7 +173,12 @@ fn main() {
                 // Let the connections take the warm-up's last batch first.
                 tokio::time::sleep_until(measured_from).await;
                 let late_from = LATENESS.lock().unwrap().len();
-                before = Some((thread_cpu(), counts(), late_from, turns(&timer, &which)));
+                before = Some((
+                    counting::thread_cpu(),
+                    counts(),
+                    late_from,
+                    turns(&timer, &which),
+                ));
             }
             if at >= end {
                 tokio::time::sleep_until(end).await;
@@ -207,7 +189,7 @@ fn main() {
             feeder.send_due(last);
         }
         let (cpu0, c0, late_from, turns0) = before.expect("the warm-up ended");
-        let cpu = thread_cpu() - cpu0;
+        let cpu = counting::thread_cpu() - cpu0;
         let c1 = counts();
         let d: Vec<u64> = c1.iter().zip(c0).map(|(b, a)| b - a).collect();
         println!(
