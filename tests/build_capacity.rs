@@ -13,6 +13,8 @@
 //! allocations past a budget (so that the reservation fails page by page,
 //! after its one big allocation has succeeded).
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
@@ -114,22 +116,9 @@ fn in_a_process_of_its_own(name: &str, case: fn()) {
         case();
         return;
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env(CASE, name)
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{name}: the process hung");
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let (_, status) = common::rerun_alone(name, CASE, false);
+    let Some(status) = status else {
+        panic!("{name}: the process hung");
     };
     assert!(status.success(), "{name}: the process failed ({status})");
 }

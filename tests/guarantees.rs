@@ -238,26 +238,11 @@ fn jailed(name: &'static str, column: fn()) {
         return;
     }
     cell(name, move || {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--test-threads=1", "--nocapture"])
-            .env(JAILED, "1")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if start.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = std::fs::remove_dir(jail_dir(child.id()));
-                panic!("the jailed cell hung");
-            }
-            std::thread::sleep(ms(1));
+        let (pid, status) = common::rerun_alone(name, JAILED, true);
+        let _ = std::fs::remove_dir(jail_dir(pid));
+        let Some(status) = status else {
+            panic!("the jailed cell hung");
         };
-        let _ = std::fs::remove_dir(jail_dir(child.id()));
         match status.code() {
             Some(0) => {}
             Some(NO_CHROOT) => eprintln!("skipped: the jailed cell could not chroot"),

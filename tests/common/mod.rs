@@ -128,3 +128,31 @@ impl SplitMix {
         self.below(100)
     }
 }
+
+/// Runs the test `name` of this test binary again, alone, in a process of
+/// its own with the environment variable `env` set (the test sees it and
+/// runs its case there), its stdout kept out of this one's where `quiet`;
+/// waits a minute at most. Returns the child's pid and its exit status,
+/// `None` where it hung (it is killed then).
+pub fn rerun_alone(name: &str, env: &str, quiet: bool) -> (u32, Option<std::process::ExitStatus>) {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env(env, name);
+    if quiet {
+        command.stdout(std::process::Stdio::null());
+    }
+    let mut child = command.spawn().unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (child.id(), Some(status));
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (child.id(), None);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
