@@ -610,10 +610,13 @@ impl Way for AsyncIoWay {
 }
 
 /// Lets time pass on the row's clock until `done` (bounded by
-/// [`Way::LATE`] of real time: a loaded machine may stall a thread).
+/// [`Way::LATE`] of real time, and at least 5 s of it: a loaded machine
+/// may stall a thread, and on a paused row, whose `LATE` is a tick, for
+/// longer than that: a cell on paused time failed so, one run in a few
+/// dozen, with the other cells of the matrix running beside it).
 async fn until<W: Way>(way: &W, done: impl Fn() -> bool) {
     let start = Instant::now();
-    while !done() && start.elapsed() < W::LATE {
+    while !done() && start.elapsed() < W::LATE.max(Duration::from_secs(5)) {
         way.pass(ms(1)).await;
     }
 }
