@@ -42,7 +42,7 @@
 //! through `tokio::time::sleep` (boxed, as it must be to keep). The clone
 //! writes a reference count that every worker of the runtime shares: with
 //! request timeouts (W10 there, 1,000 tasks each looping
-//! `timeout(30 s, f)`) it costs <!--fig:w10.ct.time-->1.02× a
+//! `timeout(30 s, f)`) it costs <!--fig:w10.ct.time-->1.04× a
 //! [`Timer::timeout`] on a current-thread runtime, and on 16 workers of a
 //! 16-core machine about <!--fig:w10.16w.time.over-timer.us-->1.9 µs a
 //! request more (<!--fig:w10.16w.time-->2,235 against
